@@ -1,0 +1,111 @@
+"""A small ASGI front that serves the exact hot paths without the framework.
+
+Ad requests and pixels are most of the traffic; routing them here saves the framework's per-request cost
+(architecture.md measures it). Everything else, and any path it does not recognise exactly, falls through to
+Litestar, whose handlers call the same functions and describe these paths in the OpenAPI document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import parse_qsl
+
+from adslot.api.ad_request import handle_ad_request
+from adslot.api.proof_of_play import handle_event, handle_inline_vast
+from adslot.api.reply import Reply
+from adslot.environment import Environment
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+AD_REQUEST_PATHS = frozenset({"/api/v1/ad/request", "/ad/request"})
+CALLBACK_PATHS = frozenset({"/api/v1/ad/callback/", "/api/v1/ad/callback"})
+TRACKING_PATHS = frozenset({"/api/v1/ad/tracking/video/", "/api/v1/ad/tracking/video"})
+VAST_PREFIX = "/api/v1/ad/vast/"
+
+
+def _query(scope: Scope) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, value in parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True):
+        out.setdefault(name, value.encode("latin-1").decode("utf-8", "replace"))
+    return out
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes:
+    """Read at most limit + 1 bytes: enough for the handler to tell an oversized body."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        chunk = message.get("body", b"")
+        if chunk:
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                break
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)[: limit + 1]
+
+
+async def _send(send: Send, reply: Reply, head: bool) -> None:
+    headers = [(b"content-length", str(len(reply.body)).encode())]
+    if reply.content_type:
+        headers.append((b"content-type", reply.content_type.encode()))
+    headers.extend((k.encode(), v.encode()) for k, v in reply.headers)
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if head else reply.body})
+
+
+def fast_lane(env: Environment, fallback: ASGIApp) -> ASGIApp:
+    limit = env.settings.max_body_bytes
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await fallback(scope, receive, send)
+        path: str = scope["path"]
+        root = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root) :]
+        method = scope["method"]
+        reply: Reply | None = None
+        if method == "POST" and path in AD_REQUEST_PATHS:
+            query = _query(scope)
+            body = await _read_body(receive, limit)
+            reply = await handle_ad_request(
+                env,
+                key=_header(scope, b"ssp-key"),
+                fmt=query.get("format"),
+                content_type=_header(scope, b"content-type"),
+                body=body,
+            )
+        elif method in ("GET", "HEAD"):
+            if path in CALLBACK_PATHS:
+                query = _query(scope)
+                reply = await handle_event(
+                    env, event="impression", ad_request_uuid=query.get("ad_request_uuid"), layer=query.get("layer")
+                )
+            elif path in TRACKING_PATHS:
+                query = _query(scope)
+                reply = await handle_event(
+                    env, event=query.get("event"), ad_request_uuid=query.get("ad_request_uuid"),
+                    layer=query.get("layer"),
+                )
+            elif method == "GET" and path.startswith(VAST_PREFIX) and "/" not in path[len(VAST_PREFIX) :]:
+                reply = await handle_inline_vast(env, path[len(VAST_PREFIX) :])
+        if reply is None:
+            return await fallback(scope, receive, send)
+        await _send(send, reply, method == "HEAD")
+
+    return app

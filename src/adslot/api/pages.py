@@ -1,0 +1,87 @@
+"""Non-API pages: the playground (Swagger UI from a package, never a CDN), the OpenAPI document, demo media."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import mimetypes
+from pathlib import Path
+from typing import Any
+
+from litestar import MediaType, Request, Response, get
+from litestar.exceptions import NotFoundException
+
+from adslot.api.docs import AD_REQUEST_BODY_SCHEMA
+from adslot.environment import Environment
+
+PAGE = (Path(__file__).parent.parent / "playground" / "page.html").read_text(encoding="utf-8")
+MEDIA_DIR = Path(__file__).parent.parent / "sandbox" / "assets"
+ASSET_NAMES = frozenset({"swagger-ui.css", "swagger-ui-bundle.js"})
+
+
+def swagger_dist() -> Path:
+    """Swagger UI 5's dist files ship inside the flask-swagger-ui wheel; we read them without importing Flask."""
+    spec = importlib.util.find_spec("flask_swagger_ui")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("flask-swagger-ui (Swagger UI assets) is not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / "dist"
+
+
+def env_of(request: Request[Any, Any, Any]) -> Environment:
+    env: Environment = request.app.state.env
+    return env
+
+
+@get("/playground", include_in_schema=False, media_type=MediaType.HTML)
+async def playground(request: Request[Any, Any, Any]) -> str:
+    env = env_of(request)
+    key = env.testing_key if env.name == "sandbox" else None
+    note = " with the shared sandbox testing key pre-filled" if key else "; authorise with your key"
+    return (
+        PAGE.replace("__ENV__", env.name)
+        .replace("__BASE__", env.base_url)
+        .replace("__KEYNOTE__", note)
+        .replace("__KEY__", json.dumps(key))
+    )
+
+
+@get("/playground/assets/{name:str}", include_in_schema=False)
+async def playground_asset(name: str) -> Response[bytes]:
+    if name not in ASSET_NAMES:
+        raise NotFoundException()
+    path = swagger_dist() / name
+    media_type = "text/css" if name.endswith(".css") else "application/javascript"
+    return Response(path.read_bytes(), media_type=media_type, headers={"cache-control": "public, max-age=86400"})
+
+
+@get("/media/{name:str}", include_in_schema=False)
+async def media(name: str) -> Response[bytes]:
+    path = MEDIA_DIR / name
+    if "/" in name or name.startswith(".") or not path.is_file():
+        raise NotFoundException()
+    return Response(
+        path.read_bytes(),
+        media_type=mimetypes.guess_type(name)[0] or "application/octet-stream",
+        headers={"cache-control": "public, max-age=86400"},
+    )
+
+
+@get("/healthz", include_in_schema=False)
+async def health(request: Request[Any, Any, Any]) -> dict[str, str]:
+    return {"status": "ok", "environment": env_of(request).name}
+
+
+@get("/openapi.json", include_in_schema=False)
+async def openapi_document(request: Request[Any, Any, Any]) -> Response[bytes]:
+    env = env_of(request)
+    document: dict[str, Any] = request.app.openapi_schema.to_schema()
+    document["servers"] = [{"url": env.base_url, "description": env.name}]
+    body = {"required": True, "content": {"application/json": {"schema": AD_REQUEST_BODY_SCHEMA}}}
+    for path in ("/api/v1/ad/request", "/ad/request"):
+        operation = document.get("paths", {}).get(path, {}).get("post")
+        if operation is not None:
+            operation["requestBody"] = body
+    return Response(json.dumps(document).encode(), media_type="application/json")
+
+
+PAGE_ROUTES = [playground, playground_asset, media, health, openapi_document]

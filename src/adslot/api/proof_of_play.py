@@ -1,0 +1,140 @@
+"""The URLs inside the VAST: the inline VAST, the impression and the quartile tracking pixels.
+
+They carry no key: the unguessable ad request uuid is the capability, as the contract's URL shapes imply.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from adslot import __version__
+from adslot.api.reply import NO_STORE, XML, Reply, error_reply, json_reply
+from adslot.environment import Environment
+from adslot.errors import ApiError
+from adslot.ids import parse_uuid
+from adslot.ledger.records import AdRequest, Fire
+from adslot.vast.inline import InlineCreative, MediaFile, build_inline
+from adslot.vast.urls import QUARTILE_EVENTS
+from adslot.vast.wrapper import EMPTY_VAST
+
+LAYERS = ("wrapper", "inline")
+
+
+def _uuid(raw: str | None) -> uuid.UUID:
+    if raw is None or raw == "":
+        raise ApiError(400, "missing_ad_request_uuid", "ad_request_uuid is required", "ad_request_uuid")
+    parsed = parse_uuid(raw)
+    if parsed is None:
+        raise ApiError(400, "malformed_ad_request_uuid", "ad_request_uuid is not a UUID", "ad_request_uuid")
+    return parsed
+
+
+async def _find(env: Environment, ad_request_id: uuid.UUID) -> AdRequest:
+    record = await env.store.get(ad_request_id)
+    if record is None:
+        raise ApiError(404, "unknown_ad_request", "no ad request with this uuid", "ad_request_uuid")
+    return record
+
+
+def _expired(record: AdRequest, now: int) -> ApiError:
+    return ApiError(
+        410, "ad_request_expired", f"the ad request expired {now - record.expires_at} seconds ago", "ad_request_uuid"
+    )
+
+
+async def handle_event(
+    env: Environment, *, event: str | None, ad_request_uuid: str | None, layer: str | None = None
+) -> Reply:
+    """Record one pixel fire: counted once, repeats kept as duplicates, late fires kept but not counted."""
+    try:
+        ad_request_id = _uuid(ad_request_uuid)
+        if event is None or event == "":
+            raise ApiError(400, "missing_event", "event is required", "event")
+        if event != "impression" and event not in QUARTILE_EVENTS:
+            raise ApiError(400, "unknown_event", f"event must be one of {', '.join(QUARTILE_EVENTS)}", "event")
+        layer = layer or "wrapper"
+        if layer not in LAYERS:
+            raise ApiError(400, "invalid_layer", "layer must be wrapper or inline", "layer")
+        record = await _find(env, ad_request_id)
+        now = int(time.time())
+        late = now > record.expires_at
+        outcome = await env.writer.submit(Fire(ad_request_id, event, layer, now, late))
+        if late:
+            raise _expired(record, now)
+    except ApiError as error:
+        return error_reply(error, NO_STORE)
+    return json_reply(
+        200, {"ad_request_uuid": str(ad_request_id), "event": event, "result": outcome}, NO_STORE
+    )
+
+
+def _media_url(env: Environment, url: str) -> str:
+    return env.base_url + url if url.startswith("/") else url
+
+
+def _vast_error(error: ApiError) -> Reply:
+    """Players parse XML: errors on the VAST URL are an empty VAST 2.0 document plus the error code header."""
+    return Reply(error.status, EMPTY_VAST.encode(), XML, [NO_STORE, ("x-adslot-error", error.code)])
+
+
+async def handle_inline_vast(env: Environment, ad_request_uuid: str) -> Reply:
+    try:
+        parsed = parse_uuid(ad_request_uuid)
+        if parsed is None:
+            raise ApiError(400, "malformed_ad_request_uuid", "not a UUID", "ad_request_uuid")
+        record = await _find(env, parsed)
+        now = int(time.time())
+        if now > record.expires_at:
+            raise _expired(record, now)
+        catalog = env.catalog
+        assert catalog is not None
+        creative = catalog.creatives.get(record.creative_id)
+        if creative is None:
+            raise ApiError(410, "creative_gone", "the creative of this ad request was removed", "ad_request_uuid")
+    except ApiError as error:
+        return _vast_error(error)
+    vast = build_inline(
+        base_url=env.base_url,
+        ad_request_uuid=str(record.id),
+        creative=InlineCreative(
+            creative_id=creative.id,
+            title=creative.name,
+            duration_seconds=creative.duration_seconds,
+            media=MediaFile(
+                url=_media_url(env, creative.media_url),
+                mime_type=creative.mime_type,
+                width=creative.width,
+                height=creative.height,
+                bitrate_kbps=creative.bitrate_kbps,
+            ),
+        ),
+        ad_system_name=env.settings.ad_system_name,
+        ad_system_version=__version__,
+    )
+    return Reply(200, vast.encode(), XML, [NO_STORE])
+
+
+def record_view(record: AdRequest, now: int) -> dict[str, object]:
+    """The stored Proof-of-Play record as the API shows it."""
+    return {
+        "ad_request_uuid": str(record.id),
+        "venue_id": record.venue_id,
+        "screen_id": record.screen_id,
+        "play_time": record.play_time,
+        "created_at": record.created_at,
+        "ad_request_expired_at": record.expires_at,
+        "state": record.state(now),
+        "campaign_id": record.campaign_id,
+        "creative_id": record.creative_id,
+        "events": {
+            "impression": record.impression_at,
+            "start": record.start_at,
+            "firstQuartile": record.first_quartile_at,
+            "midpoint": record.midpoint_at,
+            "thirdQuartile": record.third_quartile_at,
+            "complete": record.complete_at,
+        },
+        "duplicate_count": record.duplicate_count,
+        "late_count": record.late_count,
+    }

@@ -1,0 +1,64 @@
+"""The ASGI application: production at `/`, sandbox at `/sandbox`, each a complete environment."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from adslot.api.fastlane import ASGIApp, Receive, Scope, Send, fast_lane
+from adslot.api.http import build_litestar
+from adslot.environment import Environment
+from adslot.settings import Settings, load_settings
+
+log = logging.getLogger(__name__)
+
+
+class AdslotApp:
+    def __init__(self, settings: Settings, *, seed: int | None = None) -> None:
+        self.settings = settings
+        self.environments = {env.name: Environment(settings, env, seed=seed) for env in settings.environments}
+        self._mounts: list[tuple[str, ASGIApp]] = []
+        for env in sorted(self.environments.values(), key=lambda e: -len(e.config.mount_path)):
+            litestar: ASGIApp = build_litestar(env)  # type: ignore[assignment]
+            self._mounts.append((env.config.mount_path, fast_lane(env, litestar) if settings.fast_lane else litestar))
+
+    async def start(self) -> None:
+        for env in self.environments.values():
+            await env.start()
+
+    async def stop(self) -> None:
+        for env in self.environments.values():
+            await env.stop()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            return await self._lifespan(receive, send)
+        path: str = scope["path"]
+        for mount, app in self._mounts:
+            if not mount:
+                return await app(scope, receive, send)
+            if path == mount or path.startswith(mount + "/"):
+                scope = dict(scope)
+                scope["root_path"] = scope.get("root_path", "") + mount
+                return await app(scope, receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self.start()
+                except Exception as exc:
+                    log.exception("start-up failed")
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.stop()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+def create_app(**overrides: Any) -> AdslotApp:
+    """uvicorn factory: settings from ADSLOT_* variables (the CLI sets them from its flags)."""
+    return AdslotApp(load_settings(**overrides))

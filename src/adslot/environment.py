@@ -1,0 +1,120 @@
+"""One complete environment (production or sandbox): its database, ledger writer and catalog snapshot.
+
+Both environments live in one process by default but share nothing: a key, a campaign or an ad request of
+one is invisible to the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable
+from typing import TypeVar
+
+import anyio.to_thread
+import sqlalchemy as sa
+
+from adslot.catalog import Catalog, bump_version, current_version, load_catalog
+from adslot.ledger.group_commit import GroupCommitter
+from adslot.ledger.postgres_store import PostgresLedgerStore
+from adslot.ledger.records import Operation, Outcome
+from adslot.ledger.sqlite_store import SqliteLedgerStore
+from adslot.ledger.store import LedgerStore
+from adslot.sandbox.seed import seed_sandbox, testing_key
+from adslot.settings import EnvironmentSettings, Settings
+from adslot.storage.database import asyncpg_dsn, is_sqlite, make_engine, sqlite_path
+from adslot.storage.migrate import upgrade
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+def prepare_database(env: EnvironmentSettings) -> str | None:
+    """Migrate the environment's database and seed the sandbox; return the sandbox testing key."""
+    engine = make_engine(env)
+    try:
+        upgrade(engine, env.database_schema)
+        if env.name != "sandbox":
+            return None
+        with engine.begin() as conn:
+            return seed_sandbox(conn)
+    finally:
+        engine.dispose()
+
+
+def make_store(env: EnvironmentSettings) -> LedgerStore:
+    if is_sqlite(env.database_url):
+        return SqliteLedgerStore(sqlite_path(env.database_url))
+    return PostgresLedgerStore(asyncpg_dsn(env.database_url), env.database_schema)
+
+
+class Environment:
+    def __init__(self, settings: Settings, env: EnvironmentSettings, *, seed: int | None = None) -> None:
+        self.settings = settings
+        self.config = env
+        self.name = env.name
+        self.base_url = env.public_url
+        self.engine = make_engine(env)
+        self.store = make_store(env)
+        self.writer: GroupCommitter[Operation, Outcome] = GroupCommitter(self.store.apply, settings.batch_max)
+        self.rng = random.Random(seed)
+        self.catalog: Catalog | None = None
+        self.testing_key: str | None = None
+        self._poller: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self.testing_key = await anyio.to_thread.run_sync(prepare_database, self.config)
+        await self.store.start()
+        self.writer.start()
+        await self.refresh_catalog()
+        self._poller = asyncio.get_running_loop().create_task(self._poll_catalog(), name=f"catalog-{self.name}")
+
+    async def stop(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poller
+        await self.writer.close()
+        await self.store.close()
+        self.engine.dispose()
+
+    async def run_sync(self, fn: Callable[[sa.Connection], T], *, write: bool = False) -> T:
+        """Run management-rate database work in a thread; writes bump the catalog and reload it."""
+
+        def work() -> T:
+            with self.engine.begin() as conn:
+                result = fn(conn)
+                if write:
+                    bump_version(conn)
+                return result
+
+        result = await anyio.to_thread.run_sync(work)
+        if write:
+            await self.refresh_catalog()
+        return result
+
+    async def refresh_catalog(self) -> None:
+        def load() -> Catalog:
+            with self.engine.connect() as conn:
+                return load_catalog(conn)
+
+        self.catalog = await anyio.to_thread.run_sync(load)
+
+    async def _poll_catalog(self) -> None:
+        def version() -> int:
+            with self.engine.connect() as conn:
+                return current_version(conn)
+
+        while True:
+            await asyncio.sleep(self.settings.catalog_poll_seconds)
+            try:
+                if self.catalog is None or await anyio.to_thread.run_sync(version) != self.catalog.version:
+                    await self.refresh_catalog()
+            except Exception:  # a database hiccup must not kill the poller
+                log.exception("catalog refresh failed in %s", self.name)
+
+    def sandbox_key(self) -> str | None:
+        with self.engine.connect() as conn:
+            return testing_key(conn)

@@ -1,0 +1,33 @@
+"""Ad request identifiers: UUIDv7 whose 74 random bits come from the OS CSPRNG.
+
+The id is a capability (players fetch VAST and fire pixels with it and no key), so it must be unguessable;
+the time prefix keeps primary-key inserts local in the index. Python 3.11 has no uuid7, and the few lines
+below are clearer than a dependency.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+
+
+def uuid7() -> uuid.UUID:
+    ms = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10), "big")  # 80 bits; 74 are kept
+    value = (ms & 0xFFFF_FFFF_FFFF) << 80
+    value |= 0x7 << 76  # version
+    value |= ((rand >> 68) & 0xFFF) << 64  # rand_a, 12 bits
+    value |= 0b10 << 62  # variant
+    value |= rand & 0x3FFF_FFFF_FFFF_FFFF  # rand_b, 62 bits
+    return uuid.UUID(int=value)
+
+
+def parse_uuid(raw: str) -> uuid.UUID | None:
+    """Accept only the canonical 36-character form; anything else is malformed."""
+    if len(raw) != 36:
+        return None
+    try:
+        return uuid.UUID(raw)
+    except ValueError:
+        return None

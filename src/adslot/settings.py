@@ -1,0 +1,138 @@
+"""One typed Settings object, read from ADSLOT_* environment variables.
+
+Every knob an operator may turn lives here so that the rest of the code never reads the environment.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+ENVIRONMENTS = ("production", "sandbox")
+
+
+class SettingsError(ValueError):
+    """A configuration value that cannot be used; raised at start-up, never on a request."""
+
+
+def _int(env: dict[str, str], name: str, default: int, minimum: int = 0) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{name} must be an integer, got {raw!r}") from exc
+    if value < minimum:
+        raise SettingsError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _bool(env: dict[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise SettingsError(f"{name} must be true or false, got {raw!r}")
+
+
+@dataclass(frozen=True)
+class EnvironmentSettings:
+    """What differs between production and sandbox: where data lives and how the world reaches it."""
+
+    name: str
+    database_url: str
+    database_schema: str | None
+    public_url: str
+    mount_path: str
+
+    @property
+    def key_prefix(self) -> str:
+        return "ssp_live_" if self.name == "production" else "ssp_test_"
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path = Path("adslot-data")
+    host: str = "127.0.0.1"
+    port: int = 8000
+    environments: tuple[EnvironmentSettings, ...] = field(default_factory=tuple)
+    play_window_seconds: int = 900
+    play_time_skew_seconds: int = 60
+    play_time_max_lead_seconds: int = 3600
+    max_body_bytes: int = 16 * 1024
+    max_id_length: int = 128
+    schema_strict_extension: bool = False
+    fast_lane: bool = True
+    catalog_poll_seconds: float = 1.0
+    batch_max: int = 512
+    ad_system_name: str = "adslot"
+
+    def environment(self, name: str) -> EnvironmentSettings:
+        for env in self.environments:
+            if env.name == name:
+                return env
+        raise SettingsError(f"environment {name!r} is not configured")
+
+    def with_overrides(self, **changes: object) -> Settings:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path.resolve()}"
+
+
+def load_settings(
+    environ: dict[str, str] | None = None, *, host: str | None = None, port: int | None = None
+) -> Settings:
+    """Build Settings from the environment; `host`/`port` come from `adslot serve` flags when given."""
+    env = dict(os.environ if environ is None else environ)
+    data_dir = Path(env.get("ADSLOT_DATA_DIR") or "adslot-data")
+    host = host or env.get("ADSLOT_HOST") or "127.0.0.1"
+    port = port if port is not None else _int(env, "ADSLOT_PORT", 8000, 1)
+    default_public = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+    public_url = (env.get("ADSLOT_PUBLIC_URL") or default_public).rstrip("/")
+    sandbox_url = (env.get("ADSLOT_SANDBOX_PUBLIC_URL") or f"{public_url}/sandbox").rstrip("/")
+    prod_db = env.get("ADSLOT_DATABASE_URL") or _sqlite_url(data_dir / "production.sqlite3")
+    if env.get("ADSLOT_SANDBOX_DATABASE_URL"):
+        sandbox_db = env["ADSLOT_SANDBOX_DATABASE_URL"]
+    elif prod_db.startswith("sqlite"):
+        sandbox_db = _sqlite_url(data_dir / "sandbox.sqlite3")
+    else:
+        sandbox_db = prod_db
+    prod_schema = env.get("ADSLOT_DATABASE_SCHEMA") or None
+    sandbox_schema = env.get("ADSLOT_SANDBOX_DATABASE_SCHEMA") or None
+    if sandbox_db == prod_db and not prod_db.startswith("sqlite"):
+        # One PostgreSQL database serves both environments through separate schemas.
+        prod_schema = prod_schema or "adslot_production"
+        sandbox_schema = sandbox_schema or "adslot_sandbox"
+        if prod_schema == sandbox_schema:
+            raise SettingsError("production and sandbox must not share a database schema")
+    elif sandbox_db == prod_db:
+        raise SettingsError("production and sandbox must not share one SQLite file")
+    settings = Settings(
+        data_dir=data_dir,
+        host=host,
+        port=port,
+        environments=(
+            EnvironmentSettings("production", prod_db, prod_schema, public_url, ""),
+            EnvironmentSettings("sandbox", sandbox_db, sandbox_schema, sandbox_url, "/sandbox"),
+        ),
+        play_window_seconds=_int(env, "ADSLOT_PLAY_WINDOW_SECONDS", 900, 60),
+        play_time_skew_seconds=_int(env, "ADSLOT_PLAY_TIME_SKEW_SECONDS", 60, 0),
+        play_time_max_lead_seconds=_int(env, "ADSLOT_PLAY_TIME_MAX_LEAD_SECONDS", 3600, 1),
+        max_body_bytes=_int(env, "ADSLOT_MAX_BODY_BYTES", 16 * 1024, 256),
+        max_id_length=_int(env, "ADSLOT_MAX_ID_LENGTH", 128, 8),
+        schema_strict_extension=_bool(env, "ADSLOT_VAST_SCHEMA_STRICT_EXTENSION", False),
+        fast_lane=_bool(env, "ADSLOT_FAST_LANE", True),
+        catalog_poll_seconds=float(_int(env, "ADSLOT_CATALOG_POLL_MS", 1000, 50)) / 1000,
+        batch_max=_int(env, "ADSLOT_BATCH_MAX", 512, 1),
+        ad_system_name=env.get("ADSLOT_AD_SYSTEM_NAME") or "adslot",
+    )
+    if settings.play_window_seconds <= settings.play_time_skew_seconds:
+        raise SettingsError("ADSLOT_PLAY_WINDOW_SECONDS must exceed ADSLOT_PLAY_TIME_SKEW_SECONDS")
+    return settings

@@ -1,0 +1,147 @@
+"""The schema, defined once for SQLite and PostgreSQL; Alembic migrations are generated from it."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(column_0_label)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+accounts = sa.Table(
+    "accounts",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(128), nullable=False, unique=True),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+)
+
+api_keys = sa.Table(
+    "api_keys",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("account_id", sa.Integer, sa.ForeignKey("accounts.id"), nullable=False),
+    sa.Column("prefix", sa.String(32), nullable=False),
+    sa.Column("key_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("scopes", sa.String(256), nullable=False),
+    sa.Column("label", sa.String(128), nullable=True),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("revoked_at", sa.BigInteger, nullable=True),
+)
+
+# Small key/value facts about this environment's database, e.g. the sandbox's shared testing key and the
+# catalog version that workers poll to know when to reload campaigns.
+environment_meta = sa.Table(
+    "environment_meta",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.String(256), nullable=False),
+)
+
+advertisers = sa.Table(
+    "advertisers",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(128), nullable=False, unique=True),
+    sa.Column("category", sa.String(64), nullable=True),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+)
+
+campaigns = sa.Table(
+    "campaigns",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("advertiser_id", sa.Integer, sa.ForeignKey("advertisers.id"), nullable=False),
+    sa.Column("name", sa.String(128), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("start_at", sa.BigInteger, nullable=False),
+    sa.Column("end_at", sa.BigInteger, nullable=False),
+    sa.Column("all_venues", sa.Boolean, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+)
+
+campaign_venues = sa.Table(
+    "campaign_venues",
+    metadata,
+    sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaigns.id"), primary_key=True),
+    sa.Column("venue_id", sa.String(128), primary_key=True),
+)
+
+creatives = sa.Table(
+    "creatives",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaigns.id"), nullable=False, index=True),
+    sa.Column("name", sa.String(128), nullable=False),
+    sa.Column("media_url", sa.String(2048), nullable=False),
+    sa.Column("mime_type", sa.String(64), nullable=False),
+    sa.Column("width", sa.Integer, nullable=False),
+    sa.Column("height", sa.Integer, nullable=False),
+    sa.Column("duration_seconds", sa.Integer, nullable=False),
+    sa.Column("bitrate_kbps", sa.Integer, nullable=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+)
+
+venues = sa.Table(
+    "venues",
+    metadata,
+    sa.Column("venue_id", sa.String(128), primary_key=True),
+    sa.Column("name", sa.String(256), nullable=False),
+    sa.Column("timezone", sa.String(64), nullable=False),
+    sa.Column("latitude", sa.Float, nullable=True),
+    sa.Column("longitude", sa.Float, nullable=True),
+    sa.Column("venue_type", sa.String(64), nullable=True),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+)
+
+screens = sa.Table(
+    "screens",
+    metadata,
+    sa.Column("venue_id", sa.String(128), sa.ForeignKey("venues.venue_id"), primary_key=True),
+    sa.Column("screen_id", sa.String(128), primary_key=True),
+    sa.Column("name", sa.String(256), nullable=True),
+    sa.Column("width", sa.Integer, nullable=True),
+    sa.Column("height", sa.Integer, nullable=True),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+)
+
+# One row per ad request: the Proof-of-Play record, with the time each event was first counted.
+ad_requests = sa.Table(
+    "ad_requests",
+    metadata,
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("account_id", sa.Integer, nullable=False),
+    sa.Column("venue_id", sa.String(128), nullable=False),
+    sa.Column("screen_id", sa.String(128), nullable=True),
+    sa.Column("play_time", sa.BigInteger, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("expires_at", sa.BigInteger, nullable=False),
+    sa.Column("campaign_id", sa.Integer, nullable=False),
+    sa.Column("creative_id", sa.Integer, nullable=False),
+    sa.Column("impression_at", sa.BigInteger, nullable=True),
+    sa.Column("start_at", sa.BigInteger, nullable=True),
+    sa.Column("first_quartile_at", sa.BigInteger, nullable=True),
+    sa.Column("midpoint_at", sa.BigInteger, nullable=True),
+    sa.Column("third_quartile_at", sa.BigInteger, nullable=True),
+    sa.Column("complete_at", sa.BigInteger, nullable=True),
+    sa.Column("duplicate_count", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("late_count", sa.Integer, nullable=False, server_default="0"),
+)
+
+# The first fire of each event from each VAST layer (a player fires the wrapper's and the inline's URLs).
+# Its primary key makes dedupe one atomic INSERT ... ON CONFLICT DO NOTHING: a repeat is a duplicate; the
+# first layer to fire sets the event's time on the ad request, the other layer's fire is an echo.
+pop_fires = sa.Table(
+    "pop_fires",
+    metadata,
+    sa.Column("ad_request_id", sa.Uuid, primary_key=True),
+    sa.Column("event", sa.String(16), primary_key=True),
+    sa.Column("layer", sa.String(8), primary_key=True),
+    sa.Column("at", sa.BigInteger, nullable=False),
+)
