@@ -1,0 +1,218 @@
+"""Shared fixtures: real servers on loopback, on SQLite and (when configured) PostgreSQL.
+
+PostgreSQL tests need ADSLOT_TEST_POSTGRES_URL (`.ci/run` sets it); without it they skip with that reason,
+except under CI=true, where a missing database is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+import uvicorn
+
+from adslot.app import AdslotApp
+from adslot.auth.keys import LIVE_PREFIX, TEST_PREFIX
+from adslot.auth.repository import create_key
+from adslot.campaigns.repository import add_creative, create_advertiser, create_campaign
+from adslot.campaigns.schemas import AdvertiserIn, CampaignIn, CreativeIn
+from adslot.catalog import bump_version
+from adslot.environment import prepare_database
+from adslot.inventory.repository import create_venue
+from adslot.inventory.schemas import VenueIn
+from adslot.settings import Settings, load_settings
+from adslot.storage.database import make_engine
+
+POSTGRES_URL = os.environ.get("ADSLOT_TEST_POSTGRES_URL")
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+if not SHARED.exists():
+    SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+VAST_DIR = SHARED / "vast"
+PROD_VENUE = "venue-1"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def require_postgres() -> str:
+    if not POSTGRES_URL:
+        if os.environ.get("CI"):
+            pytest.fail("CI must run PostgreSQL tests: set ADSLOT_TEST_POSTGRES_URL")
+        pytest.skip("PostgreSQL tests need ADSLOT_TEST_POSTGRES_URL (e.g. postgresql://postgres@127.0.0.1:5432/test)")
+    return POSTGRES_URL
+
+
+def drop_schemas(schemas: list[str]) -> None:
+    assert POSTGRES_URL
+    engine = sa.create_engine(POSTGRES_URL.replace("postgresql://", "postgresql+psycopg://", 1))
+    with engine.begin() as conn:
+        for schema in schemas:
+            conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    engine.dispose()
+
+
+def make_settings(data_dir: Path, backend: str, port: int, **env: str) -> tuple[Settings, list[str]]:
+    environ = {"ADSLOT_DATA_DIR": str(data_dir), "ADSLOT_PORT": str(port), "ADSLOT_CATALOG_POLL_MS": "100", **env}
+    schemas: list[str] = []
+    if backend == "postgres":
+        url = require_postgres()
+        tag = secrets.token_hex(4)
+        schemas = [f"t{tag}_production", f"t{tag}_sandbox"]
+        environ |= {
+            "ADSLOT_DATABASE_URL": url,
+            "ADSLOT_DATABASE_SCHEMA": schemas[0],
+            "ADSLOT_SANDBOX_DATABASE_SCHEMA": schemas[1],
+        }
+    return load_settings(environ), schemas
+
+
+@dataclass
+class Keys:
+    sandbox: str
+    production: str
+    production_admin: str
+    production_admin_only: str
+    sandbox_admin_only: str
+    other_account: str
+
+
+@dataclass
+class LiveServer:
+    """adslot under uvicorn in a background thread, on a loopback port."""
+
+    settings: Settings
+    seed: int | None = None
+    app: AdslotApp | None = None
+    server: uvicorn.Server | None = None
+    thread: threading.Thread | None = None
+    keys: Keys | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return self.settings.environment("production").public_url
+
+    @property
+    def sandbox_url(self) -> str:
+        return self.settings.environment("sandbox").public_url
+
+    def start(self) -> LiveServer:
+        self.app = AdslotApp(self.settings, seed=self.seed)
+        config = uvicorn.Config(
+            self.app, host="127.0.0.1", port=self.settings.port, lifespan="on", log_level="warning",
+            loop="asyncio", access_log=False,
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("adslot did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None and self.thread is not None:
+            self.server.should_exit = True
+            self.thread.join(timeout=30)
+        self.server = self.thread = None
+
+
+def seed_production(settings: Settings) -> dict[str, Any]:
+    """A registered venue with a live campaign, and one venue with nothing to play."""
+    env = settings.environment("production")
+    prepare_database(env)
+    engine = make_engine(env)
+    now = int(time.time())
+    with engine.begin() as conn:
+        create_venue(conn, VenueIn(venue_id=PROD_VENUE, name="Venue one", timezone="Europe/Berlin"))
+        create_venue(conn, VenueIn(venue_id="venue-empty", name="No campaigns here"))
+        advertiser = create_advertiser(conn, AdvertiserIn(name="Acme"))
+        campaign = create_campaign(
+            conn,
+            CampaignIn(
+                advertiser_id=advertiser.id, name="Acme spring", start_at=now - 3600, end_at=now + 30 * 86400,
+                venue_ids=[PROD_VENUE],
+            ),
+        )
+        creative = add_creative(
+            conn,
+            campaign.id,
+            CreativeIn(
+                name="Acme 15s", media_url="https://cdn.example.test/acme.mp4", mime_type="video/mp4", width=1920,
+                height=1080, duration_seconds=15, bitrate_kbps=4000,
+            ),
+        )
+        bump_version(conn)
+    engine.dispose()
+    return {"campaign_id": campaign.id, "creative_id": creative.id}
+
+
+def make_keys(settings: Settings) -> Keys:
+    made: dict[str, str] = {}
+    for env_name, prefix, specs in (
+        ("production", LIVE_PREFIX, {"production": ("acct", "ad_request"), "production_admin": ("ops", "admin,ad_request"),
+                                     "production_admin_only": ("ops", "admin"), "other_account": ("other", "ad_request")}),
+        ("sandbox", TEST_PREFIX, {"sandbox_admin_only": ("sbops", "admin")}),
+    ):
+        env = settings.environment(env_name)
+        sandbox_key = prepare_database(env)
+        if sandbox_key:
+            made["sandbox"] = sandbox_key
+        engine = make_engine(env)
+        with engine.begin() as conn:
+            for name, (account, scopes) in specs.items():
+                made[name] = create_key(conn, account=account, prefix=prefix, scopes=scopes)[0]
+            bump_version(conn)
+        engine.dispose()
+    return Keys(**made)
+
+
+def start_server(tmp: Path, backend: str, **env: str) -> tuple[LiveServer, list[str]]:
+    settings, schemas = make_settings(tmp, backend, free_port(), **env)
+    keys = make_keys(settings)
+    extra = seed_production(settings)
+    server = LiveServer(settings, seed=1234, keys=keys, extra=extra).start()
+    return server, schemas
+
+
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def live(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """One seeded adslot per test module and backend."""
+    server, schemas = start_server(tmp_path_factory.mktemp("adslot"), backend)
+    yield server
+    server.stop()
+    if schemas:
+        drop_schemas(schemas)
+
+
+@pytest.fixture
+def http() -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=30) as client:
+        yield client
+
+
+def play_time(offset: int = 120) -> int:
+    return int(time.time()) + offset
