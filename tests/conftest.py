@@ -51,7 +51,9 @@ def require_postgres() -> str:
     if not POSTGRES_URL:
         if os.environ.get("CI"):
             pytest.fail("CI must run PostgreSQL tests: set ADSLOT_TEST_POSTGRES_URL")
-        pytest.skip("PostgreSQL tests need ADSLOT_TEST_POSTGRES_URL (e.g. postgresql://postgres@127.0.0.1:5432/test)")
+        pytest.skip(
+            "PostgreSQL tests need ADSLOT_TEST_POSTGRES_URL (e.g. postgresql://postgres@127.0.0.1:5432/test)"
+        )
     return POSTGRES_URL
 
 
@@ -65,7 +67,12 @@ def drop_schemas(schemas: list[str]) -> None:
 
 
 def make_settings(data_dir: Path, backend: str, port: int, **env: str) -> tuple[Settings, list[str]]:
-    environ = {"ADSLOT_DATA_DIR": str(data_dir), "ADSLOT_PORT": str(port), "ADSLOT_CATALOG_POLL_MS": "100", **env}
+    environ = {
+        "ADSLOT_DATA_DIR": str(data_dir),
+        "ADSLOT_PORT": str(port),
+        "ADSLOT_CATALOG_POLL_MS": "100",
+        **env,
+    }
     schemas: list[str] = []
     if backend == "postgres":
         url = require_postgres()
@@ -112,8 +119,13 @@ class LiveServer:
     def start(self) -> LiveServer:
         self.app = AdslotApp(self.settings, seed=self.seed)
         config = uvicorn.Config(
-            self.app, host="127.0.0.1", port=self.settings.port, lifespan="on", log_level="warning",
-            loop="asyncio", access_log=False,
+            self.app,
+            host="127.0.0.1",
+            port=self.settings.port,
+            lifespan="on",
+            log_level="warning",
+            loop="asyncio",
+            access_log=False,
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -145,7 +157,10 @@ def seed_production(settings: Settings) -> dict[str, Any]:
         campaign = create_campaign(
             conn,
             CampaignIn(
-                advertiser_id=advertiser.id, name="Acme spring", start_at=now - 3600, end_at=now + 30 * 86400,
+                advertiser_id=advertiser.id,
+                name="Acme spring",
+                start_at=now - 3600,
+                end_at=now + 30 * 86400,
                 venue_ids=[PROD_VENUE],
             ),
         )
@@ -153,8 +168,13 @@ def seed_production(settings: Settings) -> dict[str, Any]:
             conn,
             campaign.id,
             CreativeIn(
-                name="Acme 15s", media_url="https://cdn.example.test/acme.mp4", mime_type="video/mp4", width=1920,
-                height=1080, duration_seconds=15, bitrate_kbps=4000,
+                name="Acme 15s",
+                media_url="https://cdn.example.test/acme.mp4",
+                mime_type="video/mp4",
+                width=1920,
+                height=1080,
+                duration_seconds=15,
+                bitrate_kbps=4000,
             ),
         )
         bump_version(conn)
@@ -165,8 +185,16 @@ def seed_production(settings: Settings) -> dict[str, Any]:
 def make_keys(settings: Settings) -> Keys:
     made: dict[str, str] = {}
     for env_name, prefix, specs in (
-        ("production", LIVE_PREFIX, {"production": ("acct", "ad_request"), "production_admin": ("ops", "admin,ad_request"),
-                                     "production_admin_only": ("ops", "admin"), "other_account": ("other", "ad_request")}),
+        (
+            "production",
+            LIVE_PREFIX,
+            {
+                "production": ("acct", "ad_request"),
+                "production_admin": ("ops", "admin,ad_request"),
+                "production_admin_only": ("ops", "admin"),
+                "other_account": ("other", "ad_request"),
+            },
+        ),
         ("sandbox", TEST_PREFIX, {"sandbox_admin_only": ("sbops", "admin")}),
     ):
         env = settings.environment(env_name)

@@ -20,7 +20,9 @@ class AdslotApp:
         self._mounts: list[tuple[str, ASGIApp]] = []
         for env in sorted(self.environments.values(), key=lambda e: -len(e.config.mount_path)):
             litestar: ASGIApp = build_litestar(env)  # type: ignore[assignment]
-            self._mounts.append((env.config.mount_path, fast_lane(env, litestar) if settings.fast_lane else litestar))
+            self._mounts.append(
+                (env.config.mount_path, fast_lane(env, litestar) if settings.fast_lane else litestar)
+            )
 
     async def start(self) -> None:
         for env in self.environments.values():

@@ -32,7 +32,9 @@ class Catalog:
 
 
 def current_version(conn: sa.Connection) -> int:
-    row = conn.execute(sa.select(environment_meta.c.value).where(environment_meta.c.name == VERSION_KEY)).first()
+    row = conn.execute(
+        sa.select(environment_meta.c.value).where(environment_meta.c.name == VERSION_KEY)
+    ).first()
     return int(row[0]) if row else 0
 
 

@@ -25,7 +25,11 @@ from adslot.storage.database import make_engine
 
 T = TypeVar("T")
 ENV_OPTION = click.option(
-    "--env", "env_name", type=click.Choice(ENVIRONMENTS), default="production", show_default=True,
+    "--env",
+    "env_name",
+    type=click.Choice(ENVIRONMENTS),
+    default="production",
+    show_default=True,
     help="Which environment's database to act on.",
 )
 
@@ -129,20 +133,32 @@ def keys() -> None:
 @keys.command("create")
 @ENV_OPTION
 @click.option("--account", required=True, help="Account name; created if new.")
-@click.option("--scope", "scopes", multiple=True, default=("ad_request",), show_default=True,
-              type=click.Choice(["ad_request", "admin"]), help="Permission; repeat for several.")
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    default=("ad_request",),
+    show_default=True,
+    type=click.Choice(["ad_request", "admin"]),
+    help="Permission; repeat for several.",
+)
 @click.option("--label", default=None)
 def keys_create(env_name: str, account: str, scopes: tuple[str, ...], label: str | None) -> None:
     """Create a key and print it once: only its hash is stored."""
     prefix = "ssp_live_" if env_name == "production" else "ssp_test_"
     key, info = _run(
         env_name,
-        lambda c: keys_repo.create_key(c, account=account, prefix=prefix, scopes=",".join(scopes), label=label),
+        lambda c: keys_repo.create_key(
+            c, account=account, prefix=prefix, scopes=",".join(scopes), label=label
+        ),
         write=True,
     )
     click.echo(key)
-    click.echo(f"key id {info.id}, account {info.account}, scopes {','.join(info.scopes)}; "
-               "store it now, it is not shown again", err=True)
+    click.echo(
+        f"key id {info.id}, account {info.account}, scopes {','.join(info.scopes)}; "
+        "store it now, it is not shown again",
+        err=True,
+    )
 
 
 @keys.command("list")

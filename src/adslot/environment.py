@@ -69,7 +69,9 @@ class Environment:
         await self.store.start()
         self.writer.start()
         await self.refresh_catalog()
-        self._poller = asyncio.get_running_loop().create_task(self._poll_catalog(), name=f"catalog-{self.name}")
+        self._poller = asyncio.get_running_loop().create_task(
+            self._poll_catalog(), name=f"catalog-{self.name}"
+        )
 
     async def stop(self) -> None:
         if self._poller is not None:

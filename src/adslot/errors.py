@@ -19,5 +19,8 @@ class ApiError(Exception):
 
     def body(self) -> bytes:
         return msgspec.json.encode(
-            {"status": self.status, "error": {"code": self.code, "message": self.message, "field": self.field}}
+            {
+                "status": self.status,
+                "error": {"code": self.code, "message": self.message, "field": self.field},
+            }
         )

@@ -74,8 +74,15 @@ def list_keys(conn: sa.Connection) -> list[KeyInfo]:
         .order_by(api_keys.c.id)
     ).mappings()
     return [
-        KeyInfo(r["id"], r["account"], r["prefix"], r["scopes"].split(","), r["label"], r["created_at"],
-                r["revoked_at"])
+        KeyInfo(
+            r["id"],
+            r["account"],
+            r["prefix"],
+            r["scopes"].split(","),
+            r["label"],
+            r["created_at"],
+            r["revoked_at"],
+        )
         for r in rows
     ]
 
@@ -95,6 +102,4 @@ def active_keys(conn: sa.Connection) -> dict[str, KeyRecord]:
             api_keys.c.revoked_at.is_(None)
         )
     )
-    return {
-        r.key_hash: KeyRecord(r.id, r.account_id, frozenset(r.scopes.split(","))) for r in rows
-    }
+    return {r.key_hash: KeyRecord(r.id, r.account_id, frozenset(r.scopes.split(","))) for r in rows}

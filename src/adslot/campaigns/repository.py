@@ -32,7 +32,9 @@ def create_advertiser(conn: sa.Connection, data: AdvertiserIn) -> Advertiser:
     if exists:
         raise ApiError(409, "advertiser_exists", f"an advertiser named {data.name!r} exists", "name")
     now = int(time.time())
-    result = conn.execute(sa.insert(advertisers).values(name=data.name, category=data.category, created_at=now))
+    result = conn.execute(
+        sa.insert(advertisers).values(name=data.name, category=data.category, created_at=now)
+    )
     return Advertiser(int(result.inserted_primary_key[0]), data.name, data.category, now)  # type: ignore[index]
 
 
@@ -149,6 +151,10 @@ def get_campaign(conn: sa.Connection, campaign_id: int) -> Campaign:
 def add_creative(conn: sa.Connection, campaign_id: int, data: CreativeIn) -> Creative:
     get_campaign(conn, campaign_id)
     now = int(time.time())
-    values = msgspec.structs.asdict(data) | {"campaign_id": campaign_id, "status": "active", "created_at": now}
+    values = msgspec.structs.asdict(data) | {
+        "campaign_id": campaign_id,
+        "status": "active",
+        "created_at": now,
+    }
     result = conn.execute(sa.insert(creatives).values(**values))
     return msgspec.convert(values | {"id": int(result.inserted_primary_key[0])}, Creative)  # type: ignore[index]

@@ -9,8 +9,8 @@ import msgspec
 import sqlalchemy as sa
 
 from adslot.errors import ApiError
-from adslot.storage.database import as_dict
 from adslot.inventory.schemas import Screen, ScreenIn, Venue, VenueIn, VenuePatch
+from adslot.storage.database import as_dict
 from adslot.storage.tables import screens, venues
 
 
@@ -66,7 +66,9 @@ def get_venue(conn: sa.Connection, venue_id: str) -> Venue:
 def add_screen(conn: sa.Connection, venue_id: str, data: ScreenIn) -> Screen:
     get_venue(conn, venue_id)
     exists = conn.execute(
-        sa.select(screens.c.screen_id).where(screens.c.venue_id == venue_id, screens.c.screen_id == data.screen_id)
+        sa.select(screens.c.screen_id).where(
+            screens.c.venue_id == venue_id, screens.c.screen_id == data.screen_id
+        )
     ).first()
     if exists:
         raise ApiError(409, "screen_exists", f"screen {data.screen_id!r} exists in {venue_id!r}", "screen_id")

@@ -52,7 +52,10 @@ class PostgresLedgerStore:
                 if op.late:
                     await conn.execute(SQL.late, op.ad_request_id)
                     outcome = "late"
-                elif await conn.execute(SQL.first_fire, op.ad_request_id, op.event, op.layer, op.at) == "INSERT 0 0":
+                elif (
+                    await conn.execute(SQL.first_fire, op.ad_request_id, op.event, op.layer, op.at)
+                    == "INSERT 0 0"
+                ):
                     await conn.execute(SQL.duplicate, op.ad_request_id)
                     outcome = "duplicate"
                 else:

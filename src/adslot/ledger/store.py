@@ -35,8 +35,8 @@ class LedgerSql:
             f"VALUES ({', '.join(p(i + 1) for i in range(len(ISSUE_COLUMNS)))})"
         )
         self.first_fire = (
-            f"INSERT INTO pop_fires (ad_request_id, event, layer, at) VALUES ({p(1)}, {p(2)}, {p(3)}, {p(4)}) "
-            "ON CONFLICT DO NOTHING"
+            "INSERT INTO pop_fires (ad_request_id, event, layer, at) "
+            f"VALUES ({p(1)}, {p(2)}, {p(3)}, {p(4)}) ON CONFLICT DO NOTHING"
         )
         self.duplicate = f"UPDATE ad_requests SET duplicate_count = duplicate_count + 1 WHERE id = {p(1)}"
         self.late = f"UPDATE ad_requests SET late_count = late_count + 1 WHERE id = {p(1)}"

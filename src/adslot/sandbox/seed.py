@@ -33,7 +33,11 @@ def seed_sandbox(conn: sa.Connection) -> str:
         return existing
     key = new_key(TEST_PREFIX)
     store_known_key(
-        conn, key=key, account="sandbox-testers", scopes=f"{SCOPE_AD_REQUEST},{SCOPE_ADMIN}", label="shared testing key"
+        conn,
+        key=key,
+        account="sandbox-testers",
+        scopes=f"{SCOPE_AD_REQUEST},{SCOPE_ADMIN}",
+        label="shared testing key",
     )
     set_meta(conn, TESTING_KEY_META, key)
     advertiser = create_advertiser(conn, AdvertiserIn(name="adslot demo advertiser", category="demo"))
