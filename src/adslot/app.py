@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import sys
 from typing import Any
 
 from adslot.api.fastlane import ASGIApp, Receive, Scope, Send, fast_lane
@@ -11,6 +13,7 @@ from adslot.environment import Environment
 from adslot.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
+STOPPED_CLEANLY = "adslot stopped cleanly: every acknowledged write is committed"
 
 
 class AdslotApp:
@@ -57,6 +60,7 @@ class AdslotApp:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.stop()
+                sys.stderr.write(f"{STOPPED_CLEANLY} (pid {os.getpid()})\n")
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 

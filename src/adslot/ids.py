@@ -8,8 +8,11 @@ below are clearer than a dependency.
 from __future__ import annotations
 
 import os
+import re
 import time
 import uuid
+
+_CANONICAL = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def uuid7() -> uuid.UUID:
@@ -25,9 +28,7 @@ def uuid7() -> uuid.UUID:
 
 def parse_uuid(raw: str) -> uuid.UUID | None:
     """Accept only the canonical 36-character form; anything else is malformed."""
-    if len(raw) != 36:
+    # uuid.UUID alone also takes "urn:", braces, misplaced hyphens, signs, spaces, "_" and non-ASCII digits.
+    if len(raw) != 36 or _CANONICAL.fullmatch(raw) is None:
         return None
-    try:
-        return uuid.UUID(raw)
-    except ValueError:
-        return None
+    return uuid.UUID(raw)

@@ -94,7 +94,10 @@ def load_settings(
     data_dir = Path(env.get("ADSLOT_DATA_DIR") or "adslot-data")
     host = host or env.get("ADSLOT_HOST") or "127.0.0.1"
     port = port if port is not None else _int(env, "ADSLOT_PORT", 8000, 1)
-    default_public = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+    public_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    if ":" in public_host and not public_host.startswith("["):
+        public_host = f"[{public_host}]"  # an IPv6 literal needs brackets in a URL
+    default_public = f"http://{public_host}:{port}"
     public_url = (env.get("ADSLOT_PUBLIC_URL") or default_public).rstrip("/")
     sandbox_url = (env.get("ADSLOT_SANDBOX_PUBLIC_URL") or f"{public_url}/sandbox").rstrip("/")
     prod_db = env.get("ADSLOT_DATABASE_URL") or _sqlite_url(data_dir / "production.sqlite3")

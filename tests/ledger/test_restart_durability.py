@@ -6,22 +6,14 @@ a client is sending ad requests and impressions.
 
 from __future__ import annotations
 
-import json
-import os
 import random
-import signal
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 import sqlalchemy as sa
 
 from adslot.api.proof_of_play import record_view
@@ -29,103 +21,7 @@ from adslot.ledger.records import AdRequest
 from adslot.settings import Settings
 from adslot.storage.database import make_engine
 from adslot.storage.tables import ad_requests
-from tests.conftest import BACKENDS, drop_schemas, free_port, make_settings
-
-
-def cli(environ: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "adslot.cli", *args], env=environ, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-class Server:
-    def __init__(self, environ: dict[str, str], port: int) -> None:
-        self.environ = environ
-        self.port = port
-        self.url = f"http://127.0.0.1:{port}"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "adslot.cli", "serve", "--port", str(self.port)],
-            env=self.environ,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        raise RuntimeError("server did not come up")
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-
-@pytest.fixture(params=BACKENDS)
-def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Server, str, Settings]]:
-    port = free_port()
-    settings, schemas = make_settings(tmp_path, str(request.param), port)
-    environ = dict(os.environ)
-    environ |= {"ADSLOT_DATA_DIR": str(tmp_path), "ADSLOT_PORT": str(port)}
-    if schemas:
-        production = settings.environment("production")
-        environ |= {
-            "ADSLOT_DATABASE_URL": production.database_url,
-            "ADSLOT_DATABASE_SCHEMA": schemas[0],
-            "ADSLOT_SANDBOX_DATABASE_SCHEMA": schemas[1],
-        }
-    now = int(time.time())
-    cli(environ, "venues", "add", "--venue-id", "lobby", "--name", "Lobby", "--timezone", "Europe/Paris")
-    advertiser = json.loads(cli(environ, "campaigns", "add-advertiser", "--name", "Durable Inc"))
-    campaign = json.loads(
-        cli(
-            environ,
-            "campaigns",
-            "add",
-            "--advertiser-id",
-            str(advertiser["id"]),
-            "--name",
-            "c",
-            "--start-at",
-            str(now - 60),
-            "--end-at",
-            str(now + 86400),
-            "--venue",
-            "lobby",
-        )
-    )
-    cli(
-        environ,
-        "campaigns",
-        "add-creative",
-        "--campaign-id",
-        str(campaign["id"]),
-        "--name",
-        "v",
-        "--media-url",
-        "https://media.example.test/v.mp4",
-        "--width",
-        "1920",
-        "--height",
-        "1080",
-        "--duration-seconds",
-        "10",
-    )
-    key = cli(environ, "keys", "create", "--account", "player").strip()
-    server = Server(environ, port)
-    yield server, key, settings
-    if server.process and server.process.poll() is None:
-        server.kill()
-    if schemas:
-        drop_schemas(schemas)
+from tests.served import Server
 
 
 @dataclass
@@ -219,9 +115,9 @@ def records_in_database(settings: Settings) -> dict[str, dict[str, Any]]:
 
 
 def test_acknowledged_requests_and_impressions_survive_sigkill_and_restart(
-    setup: tuple[Server, str, Settings],
+    served: tuple[Server, str, Settings],
 ) -> None:
-    server, key, _ = setup
+    server, key, _ = served
     acked = Acked()
     server.start()
     load_until_killed(server, key, acked, kill_after=1.5)
@@ -232,9 +128,9 @@ def test_acknowledged_requests_and_impressions_survive_sigkill_and_restart(
 
 
 def test_ten_sigkills_at_random_moments_lose_and_double_count_nothing(
-    setup: tuple[Server, str, Settings],
+    served: tuple[Server, str, Settings],
 ) -> None:
-    server, key, settings = setup
+    server, key, settings = served
     acked = Acked()
     rng = random.Random(20261122)
     for _ in range(10):

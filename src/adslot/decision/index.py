@@ -46,7 +46,9 @@ class DecisionIndex:
             if not campaign.creatives:
                 continue
             if campaign.all_venues:
+                # Venue rows kept from before it went all-venue must not make it a candidate twice.
                 everywhere.append(campaign)
+                continue
             for venue_id in campaign.venue_ids:
                 by_venue.setdefault(venue_id, []).append(campaign)
         return cls(

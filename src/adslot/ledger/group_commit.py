@@ -70,6 +70,13 @@ class GroupCommitter(Generic[Op, Result]):
             if not future.done():
                 future.set_exception(exc)
             return
+        if len(results) != len(batch):
+            # A store bug, not the requests' fault: fail them rather than guess, and keep the writer alive.
+            error = RuntimeError(f"ledger store returned {len(results)} outcomes for {len(batch)} operations")
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(error)
+            return
         for (_, future), result in zip(batch, results, strict=True):
             if not future.done():
                 future.set_result(result)

@@ -17,13 +17,19 @@ def xml_safe(value: str) -> str:
 
 
 def cdata(value: str) -> str:
-    """Wrap in CDATA; a `]]>` inside the value is split across two sections."""
-    return "<![CDATA[" + xml_safe(value).replace("]]>", "]]]]><![CDATA[>") + "]]>"
+    """Wrap in CDATA; a `]]>` inside the value is split across two sections.
+
+    A carriage return goes between sections as `&#13;`: parsers turn a literal one, even in CDATA, into `\\n`.
+    """
+    escaped = xml_safe(value).replace("]]>", "]]]]><![CDATA[>").replace("\r", "]]>&#13;<![CDATA[")
+    return "<![CDATA[" + escaped + "]]>"
 
 
 def text(value: str) -> str:
-    return xml_safe(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    escaped = xml_safe(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return escaped.replace("\r", "&#13;")
 
 
 def attr(value: str) -> str:
-    return text(value).replace('"', "&quot;")
+    """Also encode tab and newline, which attribute-value normalization would otherwise turn into spaces."""
+    return text(value).replace('"', "&quot;").replace("\t", "&#9;").replace("\n", "&#10;")

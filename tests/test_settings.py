@@ -1,0 +1,307 @@
+"""Settings from ADSLOT_* variables: defaults, overrides, refusal of bad values, per-environment stores."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from adslot.settings import EnvironmentSettings, Settings, SettingsError, load_settings
+
+PG = "postgresql://adslot@db.example.test:5432/adslot"
+
+
+@pytest.fixture(autouse=True)
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Relative data dirs resolve under a scratch folder; the caller's ADSLOT_* variables do not leak in."""
+    monkeypatch.chdir(tmp_path)
+    for name in list(os.environ):
+        if name.startswith("ADSLOT_"):
+            monkeypatch.delenv(name)
+    return tmp_path
+
+
+def production(settings: Settings) -> EnvironmentSettings:
+    return settings.environment("production")
+
+
+def sandbox(settings: Settings) -> EnvironmentSettings:
+    return settings.environment("sandbox")
+
+
+# --- defaults -------------------------------------------------------------------------------------
+
+
+def test_defaults_with_an_empty_environment() -> None:
+    settings = load_settings({})
+    assert settings.data_dir == Path("adslot-data")
+    assert settings.host == "127.0.0.1"
+    assert settings.port == 8000
+    assert settings.play_window_seconds == 900
+    assert settings.play_time_skew_seconds == 60
+    assert settings.play_time_max_lead_seconds == 3600
+    assert settings.max_body_bytes == 16 * 1024
+    assert settings.max_id_length == 128
+    assert settings.schema_strict_extension is False
+    assert settings.fast_lane is True
+    assert settings.catalog_poll_seconds == 1.0
+    assert settings.batch_max == 512
+    assert settings.ad_system_name == "adslot"
+
+
+def test_default_environments_are_production_and_sandbox_in_that_order() -> None:
+    settings = load_settings({})
+    assert [env.name for env in settings.environments] == ["production", "sandbox"]
+
+
+def test_default_public_urls_mount_sandbox_under_the_production_host() -> None:
+    settings = load_settings({})
+    assert production(settings).public_url == "http://127.0.0.1:8000"
+    assert production(settings).mount_path == ""
+    assert sandbox(settings).public_url == "http://127.0.0.1:8000/sandbox"
+    assert sandbox(settings).mount_path == "/sandbox"
+
+
+def test_key_prefixes_are_live_for_production_and_test_for_sandbox() -> None:
+    settings = load_settings({})
+    assert production(settings).key_prefix == "ssp_live_"
+    assert sandbox(settings).key_prefix == "ssp_test_"
+
+
+def test_empty_values_mean_the_default() -> None:
+    names = [
+        "ADSLOT_PORT",
+        "ADSLOT_PLAY_WINDOW_SECONDS",
+        "ADSLOT_FAST_LANE",
+        "ADSLOT_DATABASE_URL",
+        "ADSLOT_PUBLIC_URL",
+        "ADSLOT_AD_SYSTEM_NAME",
+        "ADSLOT_DATA_DIR",
+    ]
+    assert load_settings(dict.fromkeys(names, "")) == load_settings({})
+
+
+def test_unknown_environment_name_raises_settings_error() -> None:
+    with pytest.raises(SettingsError, match="staging"):
+        load_settings({}).environment("staging")
+
+
+def test_settings_error_is_a_value_error() -> None:
+    assert issubclass(SettingsError, ValueError)
+
+
+def test_without_an_explicit_mapping_the_process_environment_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ADSLOT_PORT", "9123")
+    monkeypatch.setenv("ADSLOT_AD_SYSTEM_NAME", "from-os")
+    settings = load_settings()
+    assert settings.port == 9123
+    assert settings.ad_system_name == "from-os"
+
+
+# --- overrides ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "attribute", "value"),
+    [
+        ("ADSLOT_PORT", "9000", "port", 9000),
+        ("ADSLOT_HOST", "10.0.0.5", "host", "10.0.0.5"),
+        ("ADSLOT_PLAY_WINDOW_SECONDS", "3600", "play_window_seconds", 3600),
+        ("ADSLOT_PLAY_TIME_SKEW_SECONDS", "0", "play_time_skew_seconds", 0),
+        ("ADSLOT_PLAY_TIME_MAX_LEAD_SECONDS", "86400", "play_time_max_lead_seconds", 86400),
+        ("ADSLOT_MAX_BODY_BYTES", "256", "max_body_bytes", 256),
+        ("ADSLOT_MAX_ID_LENGTH", "64", "max_id_length", 64),
+        ("ADSLOT_VAST_SCHEMA_STRICT_EXTENSION", "true", "schema_strict_extension", True),
+        ("ADSLOT_FAST_LANE", "off", "fast_lane", False),
+        ("ADSLOT_CATALOG_POLL_MS", "250", "catalog_poll_seconds", 0.25),
+        ("ADSLOT_BATCH_MAX", "1", "batch_max", 1),
+        ("ADSLOT_AD_SYSTEM_NAME", "Acme SSP", "ad_system_name", "Acme SSP"),
+        ("ADSLOT_DATA_DIR", "/srv/adslot", "data_dir", Path("/srv/adslot")),
+    ],
+)
+def test_environment_variable_overrides_its_setting(
+    name: str, raw: str, attribute: str, value: object
+) -> None:
+    assert getattr(load_settings({name: raw}), attribute) == value
+
+
+@pytest.mark.parametrize("raw", ["1", "true", "TRUE", "yes", "Yes", "on"])
+def test_boolean_true_spellings(raw: str) -> None:
+    assert load_settings({"ADSLOT_VAST_SCHEMA_STRICT_EXTENSION": raw}).schema_strict_extension is True
+
+
+@pytest.mark.parametrize("raw", ["0", "false", "False", "no", "NO", "off"])
+def test_boolean_false_spellings(raw: str) -> None:
+    assert load_settings({"ADSLOT_FAST_LANE": raw}).fast_lane is False
+
+
+def test_host_and_port_arguments_win_over_the_environment() -> None:
+    settings = load_settings({"ADSLOT_HOST": "10.0.0.5", "ADSLOT_PORT": "9000"}, host="10.0.0.6", port=9001)
+    assert (settings.host, settings.port) == ("10.0.0.6", 9001)
+    assert production(settings).public_url == "http://10.0.0.6:9001"
+
+
+def test_wildcard_host_gives_a_loopback_public_url() -> None:
+    for host in ("0.0.0.0", "::"):
+        settings = load_settings({"ADSLOT_HOST": host, "ADSLOT_PORT": "8080"})
+        assert settings.host == host
+        assert production(settings).public_url == "http://127.0.0.1:8080"
+
+
+def test_ipv6_host_is_bracketed_in_the_default_public_url() -> None:
+    settings = load_settings({"ADSLOT_HOST": "::1", "ADSLOT_PORT": "8080"})
+    assert production(settings).public_url == "http://[::1]:8080"
+    assert sandbox(settings).public_url == "http://[::1]:8080/sandbox"
+
+
+def test_public_url_override_drops_trailing_slashes_and_carries_the_sandbox_path() -> None:
+    settings = load_settings({"ADSLOT_PUBLIC_URL": "https://ads.example.test//"})
+    assert production(settings).public_url == "https://ads.example.test"
+    assert sandbox(settings).public_url == "https://ads.example.test/sandbox"
+
+
+def test_sandbox_public_url_override_is_separate() -> None:
+    settings = load_settings(
+        {
+            "ADSLOT_PUBLIC_URL": "https://ads.example.test",
+            "ADSLOT_SANDBOX_PUBLIC_URL": "https://sandbox.example.test/",
+        }
+    )
+    assert production(settings).public_url == "https://ads.example.test"
+    assert sandbox(settings).public_url == "https://sandbox.example.test"
+
+
+def test_with_overrides_returns_a_changed_copy() -> None:
+    settings = load_settings({})
+    changed = settings.with_overrides(port=1234, fast_lane=False)
+    assert (changed.port, changed.fast_lane) == (1234, False)
+    assert (settings.port, settings.fast_lane) == (8000, True)
+
+
+# --- invalid values -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "raw"),
+    [
+        ("ADSLOT_PORT", "eighty"),
+        ("ADSLOT_PORT", "0"),
+        ("ADSLOT_PORT", "-1"),
+        ("ADSLOT_PORT", "80.5"),
+        ("ADSLOT_PLAY_WINDOW_SECONDS", "59"),
+        ("ADSLOT_PLAY_WINDOW_SECONDS", "15m"),
+        ("ADSLOT_PLAY_TIME_SKEW_SECONDS", "-1"),
+        ("ADSLOT_PLAY_TIME_MAX_LEAD_SECONDS", "0"),
+        ("ADSLOT_MAX_BODY_BYTES", "255"),
+        ("ADSLOT_MAX_ID_LENGTH", "7"),
+        ("ADSLOT_CATALOG_POLL_MS", "49"),
+        ("ADSLOT_BATCH_MAX", "0"),
+        ("ADSLOT_FAST_LANE", "maybe"),
+        ("ADSLOT_VAST_SCHEMA_STRICT_EXTENSION", "2"),
+    ],
+)
+def test_unusable_value_raises_settings_error_naming_the_variable(name: str, raw: str) -> None:
+    with pytest.raises(SettingsError, match=name):
+        load_settings({name: raw})
+
+
+# --- databases ------------------------------------------------------------------------------------
+
+
+def test_sqlite_default_is_one_file_per_environment_in_the_data_dir(in_tmp: Path) -> None:
+    settings = load_settings({})
+    data_dir = (in_tmp / "adslot-data").resolve()
+    assert production(settings).database_url == f"sqlite:///{data_dir / 'production.sqlite3'}"
+    assert sandbox(settings).database_url == f"sqlite:///{data_dir / 'sandbox.sqlite3'}"
+    assert production(settings).database_schema is None
+    assert sandbox(settings).database_schema is None
+
+
+def test_sqlite_default_paths_follow_the_data_dir_and_are_absolute(tmp_path: Path) -> None:
+    settings = load_settings({"ADSLOT_DATA_DIR": "rel/data"})
+    prod_path = Path(production(settings).database_url.removeprefix("sqlite:///"))
+    sandbox_path = Path(sandbox(settings).database_url.removeprefix("sqlite:///"))
+    assert prod_path.is_absolute()
+    assert prod_path == (tmp_path / "rel" / "data" / "production.sqlite3").resolve()
+    assert sandbox_path == (tmp_path / "rel" / "data" / "sandbox.sqlite3").resolve()
+
+
+def test_explicit_sqlite_production_url_keeps_the_sandbox_default_file(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'live.db'}"
+    settings = load_settings({"ADSLOT_DATABASE_URL": url})
+    assert production(settings).database_url == url
+    assert (
+        sandbox(settings).database_url
+        == f"sqlite:///{(tmp_path / 'adslot-data' / 'sandbox.sqlite3').resolve()}"
+    )
+
+
+def test_one_sqlite_file_for_both_environments_is_refused(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'one.db'}"
+    with pytest.raises(SettingsError, match="SQLite"):
+        load_settings({"ADSLOT_DATABASE_URL": url, "ADSLOT_SANDBOX_DATABASE_URL": url})
+
+
+def test_postgresql_url_serves_both_environments_through_separate_schemas() -> None:
+    settings = load_settings({"ADSLOT_DATABASE_URL": PG})
+    assert production(settings).database_url == PG
+    assert sandbox(settings).database_url == PG
+    assert production(settings).database_schema == "adslot_production"
+    assert sandbox(settings).database_schema == "adslot_sandbox"
+
+
+def test_postgresql_schemas_can_be_named() -> None:
+    settings = load_settings(
+        {
+            "ADSLOT_DATABASE_URL": PG,
+            "ADSLOT_DATABASE_SCHEMA": "live",
+            "ADSLOT_SANDBOX_DATABASE_SCHEMA": "test",
+        }
+    )
+    assert production(settings).database_schema == "live"
+    assert sandbox(settings).database_schema == "test"
+
+
+def test_postgresql_schemas_must_differ() -> None:
+    with pytest.raises(SettingsError, match="schema"):
+        load_settings(
+            {
+                "ADSLOT_DATABASE_URL": PG,
+                "ADSLOT_DATABASE_SCHEMA": "same",
+                "ADSLOT_SANDBOX_DATABASE_SCHEMA": "same",
+            }
+        )
+
+
+def test_postgresql_production_schema_named_like_the_sandbox_default_is_refused() -> None:
+    with pytest.raises(SettingsError, match="schema"):
+        load_settings({"ADSLOT_DATABASE_URL": PG, "ADSLOT_DATABASE_SCHEMA": "adslot_sandbox"})
+
+
+def test_separate_postgresql_databases_need_no_schemas() -> None:
+    other = "postgresql://adslot@db.example.test:5432/adslot_sandbox"
+    settings = load_settings({"ADSLOT_DATABASE_URL": PG, "ADSLOT_SANDBOX_DATABASE_URL": other})
+    assert sandbox(settings).database_url == other
+    assert production(settings).database_schema is None
+    assert sandbox(settings).database_schema is None
+
+
+# --- play window ----------------------------------------------------------------------------------
+
+
+def test_play_window_equal_to_the_skew_is_refused() -> None:
+    with pytest.raises(
+        SettingsError, match="ADSLOT_PLAY_WINDOW_SECONDS must exceed ADSLOT_PLAY_TIME_SKEW_SECONDS"
+    ):
+        load_settings({"ADSLOT_PLAY_WINDOW_SECONDS": "120", "ADSLOT_PLAY_TIME_SKEW_SECONDS": "120"})
+
+
+def test_play_window_shorter_than_the_skew_is_refused() -> None:
+    with pytest.raises(SettingsError, match="must exceed"):
+        load_settings({"ADSLOT_PLAY_WINDOW_SECONDS": "100", "ADSLOT_PLAY_TIME_SKEW_SECONDS": "600"})
+
+
+def test_play_window_one_second_longer_than_the_skew_is_accepted() -> None:
+    settings = load_settings({"ADSLOT_PLAY_WINDOW_SECONDS": "121", "ADSLOT_PLAY_TIME_SKEW_SECONDS": "120"})
+    assert (settings.play_window_seconds, settings.play_time_skew_seconds) == (121, 120)
