@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from adslot.catalog import Catalog, bump_version, current_version, load_catalog
 from adslot.ledger.group_commit import GroupCommitter
 from adslot.ledger.postgres_store import PostgresLedgerStore
-from adslot.ledger.records import Operation, Outcome
+from adslot.ledger.records import Operation, Verdict
 from adslot.ledger.sqlite_store import SqliteLedgerStore
 from adslot.ledger.store import LedgerStore
 from adslot.sandbox.seed import seed_sandbox, testing_key
@@ -58,7 +58,7 @@ class Environment:
         self.base_url = env.public_url
         self.engine = make_engine(env)
         self.store = make_store(env)
-        self.writer: GroupCommitter[Operation, Outcome] = GroupCommitter(self.store.apply, settings.batch_max)
+        self.writer: GroupCommitter[Operation, Verdict] = GroupCommitter(self.store.apply, settings.batch_max)
         self.rng = random.Random(seed)
         self.catalog: Catalog | None = None
         self.testing_key: str | None = None

@@ -52,7 +52,7 @@ def parse_body(raw: bytes, env: Environment, now: int) -> AdRequestBody:
     settings = env.settings
     try:
         body = msgspec.json.decode(raw)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # msgspec raises the latter on invalid UTF-8
         raise ApiError(400, "invalid_json", f"the body is not valid JSON: {exc}", "body") from exc
     if not isinstance(body, dict):
         raise ApiError(400, "invalid_body", "the body must be a JSON object", "body")

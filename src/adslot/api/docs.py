@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Literal
 
 import msgspec
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.openapi.spec import OpenAPIType, Schema
 
 
 class AdRequestIn(msgspec.Struct):
@@ -51,9 +53,9 @@ class EventEnvelope(msgspec.Struct):
 class EventTimes(msgspec.Struct):
     impression: int | None
     start: int | None
-    firstQuartile: int | None  # noqa: N815 - the contract's event names
+    firstQuartile: int | None  # the contract's event names
     midpoint: int | None
-    thirdQuartile: int | None  # noqa: N815
+    thirdQuartile: int | None
     complete: int | None
 
 
@@ -77,12 +79,34 @@ class RecordEnvelope(msgspec.Struct):
     data: AdRequestRecord
 
 
-AD_REQUEST_BODY_SCHEMA: dict[str, object] = {
-    "type": "object",
-    "required": ["venue_id", "play_time"],
-    "properties": {
-        "venue_id": {"type": "string", "minLength": 1, "maxLength": 128, "example": "venue-42"},
-        "screen_id": {"type": ["string", "null"], "minLength": 1, "maxLength": 128, "example": "screen-1"},
-        "play_time": {"type": "integer", "description": "UTC epoch seconds, now or in the near future"},
+def error_spec(description: str) -> ResponseSpec:
+    """An error answer in the OpenAPI document: the error envelope, without made-up examples."""
+    return ResponseSpec(ErrorEnvelope, description=description, generate_examples=False)
+
+
+def _identifier(description: str, example: str, *, nullable: bool = False) -> Schema:
+    kind = [OpenAPIType.STRING, OpenAPIType.NULL] if nullable else OpenAPIType.STRING
+    return Schema(
+        type=kind,
+        min_length=1,
+        max_length=128,
+        pattern=r"^[^\x00-\x1f\x7f]*\S[^\x00-\x1f\x7f]*$",
+        description=description,
+        examples=[example],
+    )
+
+
+AD_REQUEST_BODY = Schema(
+    type=OpenAPIType.OBJECT,
+    required=["venue_id", "play_time"],
+    properties={
+        "venue_id": _identifier("Your identifier of the venue (registered in production)", "venue-42"),
+        "screen_id": _identifier("Your identifier of the screen in the venue", "screen-1", nullable=True),
+        "play_time": Schema(
+            type=OpenAPIType.INTEGER,
+            description="UTC epoch seconds, now or in the near future",
+            examples=[1767225600],
+        ),
     },
-}
+)
+"""The ad request body, which the handlers decode by hand (see ad_request.parse_body)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import Any
 
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
@@ -27,15 +28,16 @@ _CODES = {
 
 def to_response(error: ApiError) -> Response[bytes]:
     reply = error_reply(error)
-    return Response(reply.body, status_code=reply.status, media_type=reply.content_type,
-                    headers=dict(reply.headers))
+    return Response(
+        reply.body, status_code=reply.status, media_type=reply.content_type, headers=dict(reply.headers)
+    )
 
 
-def api_error_handler(_: Request[object, object, object], exc: ApiError) -> Response[bytes]:
+def api_error_handler(_: Request[Any, Any, Any], exc: ApiError) -> Response[bytes]:
     return to_response(exc)
 
 
-def validation_handler(_: Request[object, object, object], exc: ValidationException) -> Response[bytes]:
+def validation_handler(_: Request[Any, Any, Any], exc: ValidationException) -> Response[bytes]:
     field: str | None = None
     message = exc.detail
     if isinstance(exc.extra, list) and exc.extra:
@@ -47,16 +49,17 @@ def validation_handler(_: Request[object, object, object], exc: ValidationExcept
             field = str(key) if key else (match.group(1) if match else None)
     if field is None and "JSON" in message:
         field = "body"
-    return to_response(ApiError(400, "invalid_field" if field not in (None, "body") else "invalid_body",
-                                message, field))
+    return to_response(
+        ApiError(400, "invalid_field" if field not in (None, "body") else "invalid_body", message, field)
+    )
 
 
-def http_handler(_: Request[object, object, object], exc: HTTPException) -> Response[bytes]:
+def http_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
     status = exc.status_code
     return to_response(ApiError(status, _CODES.get(status, "http_error"), exc.detail))
 
 
-def internal_handler(request: Request[object, object, object], exc: Exception) -> Response[bytes]:
+def internal_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return to_response(ApiError(500, "internal_error", "an internal error occurred; it has been logged"))
 

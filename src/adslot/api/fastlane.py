@@ -15,6 +15,7 @@ from adslot.api.ad_request import handle_ad_request
 from adslot.api.proof_of_play import handle_event, handle_inline_vast
 from adslot.api.reply import Reply
 from adslot.environment import Environment
+from adslot.vast.urls import QUARTILE_EVENTS
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -30,7 +31,9 @@ VAST_PREFIX = "/api/v1/ad/vast/"
 
 def _query(scope: Scope) -> dict[str, str]:
     out: dict[str, str] = {}
-    for name, value in parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True):
+    for name, value in parse_qsl(
+        scope["query_string"].decode("latin-1"), keep_blank_values=True, encoding="latin-1"
+    ):
         out.setdefault(name, value.encode("latin-1").decode("utf-8", "replace"))
     return out
 
@@ -60,7 +63,8 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
 
 
 async def _send(send: Send, reply: Reply, head: bool) -> None:
-    headers = [(b"content-length", str(len(reply.body)).encode())]
+    # RFC 9110 8.6: a 204 carries no Content-Length.
+    headers = [] if reply.status == 204 else [(b"content-length", str(len(reply.body)).encode())]
     if reply.content_type:
         headers.append((b"content-type", reply.content_type.encode()))
     headers.extend((k.encode(), v.encode()) for k, v in reply.headers)
@@ -94,13 +98,19 @@ def fast_lane(env: Environment, fallback: ASGIApp) -> ASGIApp:
             if path in CALLBACK_PATHS:
                 query = _query(scope)
                 reply = await handle_event(
-                    env, event="impression", ad_request_uuid=query.get("ad_request_uuid"), layer=query.get("layer")
+                    env,
+                    event="impression",
+                    ad_request_uuid=query.get("ad_request_uuid"),
+                    layer=query.get("layer"),
                 )
             elif path in TRACKING_PATHS:
                 query = _query(scope)
                 reply = await handle_event(
-                    env, event=query.get("event"), ad_request_uuid=query.get("ad_request_uuid"),
+                    env,
+                    event=query.get("event"),
+                    ad_request_uuid=query.get("ad_request_uuid"),
                     layer=query.get("layer"),
+                    events=QUARTILE_EVENTS,
                 )
             elif method == "GET" and path.startswith(VAST_PREFIX) and "/" not in path[len(VAST_PREFIX) :]:
                 reply = await handle_inline_vast(env, path[len(VAST_PREFIX) :])

@@ -1,38 +1,140 @@
 """The hot endpoints as Litestar handlers: the OpenAPI document's source of truth for them, and the path
-taken when the fast lane is switched off. Both call the same framework-free handlers."""
+taken when the fast lane is switched off. Both call the same framework-free handlers.
+
+The handlers read the body, the key and the query by hand (as the fast lane does), so what Litestar cannot
+infer from their signatures (the JSON body, the XML answer, the parameters the contract requires, the bodiless
+HEAD answers) is added to their operations by `documented` below.
+"""
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 from litestar import Request, Response, get, head, post
-from litestar.datastructures import ResponseHeader
-from litestar.openapi.spec import Example
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import Parameter
+from litestar.openapi.spec import (
+    OpenAPIFormat,
+    OpenAPIHeader,
+    OpenAPIMediaType,
+    OpenAPIResponse,
+    OpenAPIType,
+    Operation,
+    Parameter,
+    RequestBody,
+    Schema,
+)
+from litestar.params import HeaderParameter, PathParameter, QueryParameter
 
-from adslot.api.ad_request import handle_ad_request
+from adslot.api.ad_request import FORMATS, handle_ad_request
 from adslot.api.auth import HEADER, authenticate
-from adslot.api.docs import AdRequestEnvelope, ErrorEnvelope, EventEnvelope, RecordEnvelope
-from adslot.api.proof_of_play import handle_event, handle_inline_vast, record_view
+from adslot.api.docs import AD_REQUEST_BODY, AdRequestEnvelope, EventEnvelope, RecordEnvelope, error_spec
+from adslot.api.proof_of_play import LAYERS, handle_event, handle_inline_vast, record_view
 from adslot.api.reply import NO_STORE, Reply, error_reply, json_reply
 from adslot.auth.keys import SCOPE_AD_REQUEST
 from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.ids import parse_uuid
+from adslot.vast.urls import QUARTILE_EVENTS
 
 ERRORS = {
-    400: ResponseSpec(ErrorEnvelope, description="Invalid input; `error.code` and `error.field` say which."),
-    401: ResponseSpec(ErrorEnvelope, description="Missing, unknown, revoked or other-environment key."),
-    403: ResponseSpec(ErrorEnvelope, description="The key lacks the permission."),
+    400: error_spec("Invalid input; `error.code` and `error.field` say which."),
+    401: error_spec("Missing, unknown, revoked or other-environment key."),
+    403: error_spec("The key lacks the permission."),
 }
 PIXEL_ERRORS = {
-    400: ResponseSpec(ErrorEnvelope, description="Missing or malformed ad_request_uuid, or an unknown event."),
-    404: ResponseSpec(ErrorEnvelope, description="No ad request with this uuid in this environment."),
-    410: ResponseSpec(ErrorEnvelope, description="Fired after ad_request_expired_at: kept as late, not counted."),
+    400: error_spec("Missing or malformed ad_request_uuid, or an unknown event or layer."),
+    404: error_spec("No ad request with this uuid in this environment."),
+    410: error_spec("Fired after ad_request_expired_at: kept as late, not counted."),
 }
-XML_DOC = ResponseSpec(str, media_type="application/xml", description="A VAST 2.0 document.")
+XML = "application/xml"
+
+
+XML_HEADERS = {
+    "X-Ad-Request-Uuid": OpenAPIHeader(
+        description="format=xml only: the ad request's uuid",
+        schema=Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.UUID),
+    ),
+    "X-Ad-Request-Expired-At": OpenAPIHeader(
+        description="format=xml only: ad_request_expired_at, UTC epoch seconds",
+        schema=Schema(type=OpenAPIType.INTEGER),
+    ),
+}
+VAST_ERROR_HEADERS = {
+    "X-Adslot-Error": OpenAPIHeader(
+        description="The error code, e.g. unknown_ad_request",
+        schema=Schema(type=OpenAPIType.STRING),
+        required=True,
+    )
+}
+
+
+def vast_spec(description: str) -> ResponseSpec:
+    return ResponseSpec(str, media_type=XML, description=description, generate_examples=False)
+
+
+def documented(
+    *,
+    request_body: RequestBody | None = None,
+    required: Sequence[str] = (),
+    alternatives: dict[str, dict[str, OpenAPIMediaType]] | None = None,
+    headers: dict[str, dict[str, OpenAPIHeader]] | None = None,
+    bodiless: bool = False,
+) -> type[Operation]:
+    """An Operation class that completes what the handler's signature cannot tell Litestar.
+
+    request_body: the body the handler reads by hand; required: parameters the handler checks itself (it
+    answers 400 without them); alternatives: more media types per status; headers: response headers per
+    status; bodiless: HEAD answers, which carry no body.
+    """
+
+    @dataclass
+    class DocumentedOperation(Operation):
+        def __post_init__(self) -> None:
+            if request_body is not None:
+                self.request_body = request_body
+            for parameter in self.parameters or ():
+                if isinstance(parameter, Parameter) and parameter.name in required:
+                    parameter.required = True
+            for status, content in (alternatives or {}).items():
+                response = (self.responses or {}).get(status)
+                if isinstance(response, OpenAPIResponse):
+                    response.content = {**(response.content or {}), **content}
+            for status, named in (headers or {}).items():
+                response = (self.responses or {}).get(status)
+                if isinstance(response, OpenAPIResponse):
+                    response.headers = {**(response.headers or {}), **named}
+            if bodiless:
+                for response in (self.responses or {}).values():
+                    if isinstance(response, OpenAPIResponse):
+                        response.content = None
+
+    return DocumentedOperation
+
+
+def query(description: str, *, enum: Sequence[str] | None = None, uuid: bool = False) -> QueryParameter:
+    """A query parameter the handler takes as `str | None` (and validates itself), documented as the plain
+    string the contract expects: a query string has no null."""
+    extra: dict[str, Any] = {"one_of": None, "type": OpenAPIType.STRING}
+    if enum is not None:
+        extra["enum"] = list(enum)
+    if uuid:
+        extra["format"] = OpenAPIFormat.UUID
+    return QueryParameter(description=description, schema_extra=extra)
+
+
+# The key is documented once, as the SspKey security scheme of each operation; a header parameter as well
+# would have Swagger UI ask for it twice.
+SspKey = Annotated[str | None, HeaderParameter(name="Ssp-Key", include_in_schema=False)]
+AdRequestUuidQuery = Annotated[
+    str | None, query("The ad request's uuid, as in the URLs of its VAST wrapper", uuid=True)
+]
+LayerQuery = Annotated[str | None, query("Which VAST layer fired: wrapper (default) or inline", enum=LAYERS)]
+AdRequestUuidPath = Annotated[
+    str, PathParameter(description="The ad request's uuid", schema_extra={"format": OpenAPIFormat.UUID})
+]
 
 
 def env_of(request: Request[Any, Any, Any]) -> Environment:
@@ -41,36 +143,63 @@ def env_of(request: Request[Any, Any, Any]) -> Environment:
 
 
 def to_response(reply: Reply) -> Response[bytes]:
-    return Response(reply.body, status_code=reply.status, media_type=reply.content_type, headers=dict(reply.headers))
+    return Response(
+        reply.body, status_code=reply.status, media_type=reply.content_type, headers=dict(reply.headers)
+    )
 
 
 @post(
     ["/api/v1/ad/request", "/ad/request"],
-    operation_id=lambda _handler, _method, parts: "createAdRequest" if "api" in parts else "createAdRequestShort",
+    operation_id=lambda _handler, _method, parts: (
+        "createAdRequest" if "api" in parts else "createAdRequestShort"
+    ),
     summary="Announce an ad slot and get a VAST 2.0 wrapper to play",
     tags=["ad request"],
     status_code=200,
     security=[{"SspKey": []}],
     responses={
-        200: ResponseSpec(AdRequestEnvelope, description="An ad fills the slot (format=json; with format=xml "
-                          "the body is the VAST document and the uuid and expiry are in headers)."),
-        204: ResponseSpec(None, description="Valid request, no ad to return."),
-        413: ResponseSpec(ErrorEnvelope, description="Body larger than the limit."),
-        415: ResponseSpec(ErrorEnvelope, description="Body is not application/json."),
-        422: ResponseSpec(ErrorEnvelope, description="The venue is not registered (production)."),
+        200: ResponseSpec(
+            AdRequestEnvelope,
+            generate_examples=False,
+            description="An ad fills the slot. With format=json (the default) the JSON envelope; with "
+            "format=xml the body is the VAST document itself, and the uuid and expiry are in the "
+            "X-Ad-Request-* headers.",
+        ),
+        204: ResponseSpec(None, description="Valid request, no ad to return: no body."),
+        413: error_spec("Body larger than the limit."),
+        415: error_spec("Body is not UTF-8 application/json."),
+        422: error_spec("The venue is not registered (production)."),
         **ERRORS,
     },
-    response_headers=[
-        ResponseHeader(name="X-Ad-Request-Uuid", description="format=xml only", documentation_only=True),
-        ResponseHeader(name="X-Ad-Request-Expired-At", description="format=xml only", documentation_only=True),
-    ],
+    operation_class=documented(
+        request_body=RequestBody(
+            content={"application/json": OpenAPIMediaType(schema=AD_REQUEST_BODY)}, required=True
+        ),
+        alternatives={
+            "200": {
+                XML: OpenAPIMediaType(
+                    schema=Schema(type=OpenAPIType.STRING, description="The VAST 2.0 wrapper")
+                )
+            }
+        },
+        headers={"200": XML_HEADERS},
+    ),
 )
 async def ad_request(
     request: Request[Any, Any, Any],
-    format: str | None = Parameter(  # noqa: A002 - the contract's parameter name
-        query="format", default=None, description="json (default) or xml", examples=[Example(value="json")]
-    ),
-    ssp_key: str | None = Parameter(header="Ssp-Key", default=None, description="Account key"),
+    format: Annotated[  # the contract's parameter name
+        str | None,
+        QueryParameter(
+            description="json (default) or xml",
+            schema_extra={
+                "one_of": None,
+                "type": OpenAPIType.STRING,
+                "enum": list(FORMATS),
+                "default": "json",
+            },
+        ),
+    ] = None,
+    ssp_key: SspKey = None,
 ) -> Response[bytes]:
     env = env_of(request)
     body = await request.body()
@@ -85,33 +214,51 @@ async def ad_request(
     "/api/v1/ad/vast/{ad_request_uuid:str}",
     operation_id="getInlineVast",
     summary="The inline VAST 2.0 of an ad request (the wrapper's VASTAdTagURI)",
+    description="Players parse XML, so failures answer an empty VAST 2.0 document and the error code in the "
+    "X-Adslot-Error header.",
     tags=["proof of play"],
     responses={
-        200: XML_DOC,
-        400: ResponseSpec(str, media_type="application/xml", description="Malformed uuid: empty VAST."),
-        404: ResponseSpec(str, media_type="application/xml", description="Unknown uuid: empty VAST."),
-        410: ResponseSpec(str, media_type="application/xml", description="Expired: empty VAST."),
+        200: vast_spec("A VAST 2.0 document."),
+        400: vast_spec("Malformed uuid: empty VAST."),
+        404: vast_spec("Unknown uuid: empty VAST."),
+        410: vast_spec("Expired, or its creative was removed: empty VAST."),
     },
+    operation_class=documented(headers={status: VAST_ERROR_HEADERS for status in ("400", "404", "410")}),
 )
-async def inline_vast(request: Request[Any, Any, Any], ad_request_uuid: str) -> Response[bytes]:
+async def inline_vast(request: Request[Any, Any, Any], ad_request_uuid: AdRequestUuidPath) -> Response[bytes]:
     return to_response(await handle_inline_vast(env_of(request), ad_request_uuid))
 
 
-EVENT_RESPONSES = {200: ResponseSpec(EventEnvelope, description="Recorded (counted, duplicate or echo)."),
-                   **PIXEL_ERRORS}
+EVENT_RESPONSES = {
+    200: ResponseSpec(
+        EventEnvelope, generate_examples=False, description="Recorded (counted, duplicate or echo)."
+    ),
+    **PIXEL_ERRORS,
+}
+HEAD_RESPONSES = {
+    200: ResponseSpec(None, description="Recorded, as the GET would answer, without a body."),
+    400: ResponseSpec(
+        None, description="Missing or malformed ad_request_uuid, or an unknown event or layer."
+    ),
+    404: ResponseSpec(None, description="No ad request with this uuid in this environment."),
+    410: ResponseSpec(None, description="Fired after ad_request_expired_at: kept as late, not counted."),
+}
+EVENT_QUERY = query("The quartile event", enum=QUARTILE_EVENTS)
+PIXEL_DOC = documented(required=("ad_request_uuid",))
+TRACKING_DOC = documented(required=("ad_request_uuid", "event"))
 
 
 @get(
     "/api/v1/ad/callback/",
     operation_id="fireImpression",
     summary="Impression pixel (the VAST Impression URL)",
+    description="The VAST carries it with a trailing slash (`/api/v1/ad/callback/`); both forms are served.",
     tags=["proof of play"],
     responses=EVENT_RESPONSES,
+    operation_class=PIXEL_DOC,
 )
 async def impression(
-    request: Request[Any, Any, Any],
-    ad_request_uuid: str | None = Parameter(query="ad_request_uuid", default=None),
-    layer: str | None = Parameter(query="layer", default=None, description="wrapper (default) or inline"),
+    request: Request[Any, Any, Any], ad_request_uuid: AdRequestUuidQuery = None, layer: LayerQuery = None
 ) -> Response[bytes]:
     return to_response(
         await handle_event(env_of(request), event="impression", ad_request_uuid=ad_request_uuid, layer=layer)
@@ -122,19 +269,22 @@ async def impression(
     "/api/v1/ad/tracking/video/",
     operation_id="fireTrackingEvent",
     summary="Quartile tracking pixel (the VAST Tracking URLs)",
+    description="The VAST carries it with a trailing slash (`/api/v1/ad/tracking/video/`); both forms are "
+    "served.",
     tags=["proof of play"],
     responses=EVENT_RESPONSES,
+    operation_class=TRACKING_DOC,
 )
 async def tracking(
     request: Request[Any, Any, Any],
-    ad_request_uuid: str | None = Parameter(query="ad_request_uuid", default=None),
-    event: str | None = Parameter(
-        query="event", default=None, description="start, firstQuartile, midpoint, thirdQuartile or complete"
-    ),
-    layer: str | None = Parameter(query="layer", default=None, description="wrapper (default) or inline"),
+    ad_request_uuid: AdRequestUuidQuery = None,
+    event: Annotated[str | None, EVENT_QUERY] = None,
+    layer: LayerQuery = None,
 ) -> Response[bytes]:
     return to_response(
-        await handle_event(env_of(request), event=event, ad_request_uuid=ad_request_uuid, layer=layer)
+        await handle_event(
+            env_of(request), event=event, ad_request_uuid=ad_request_uuid, layer=layer, events=QUARTILE_EVENTS
+        )
     )
 
 
@@ -142,27 +292,41 @@ def _head(reply: Reply) -> Response[None]:
     return Response(None, status_code=reply.status, headers=dict(reply.headers))
 
 
-@head("/api/v1/ad/callback/", operation_id="fireImpressionHead", tags=["proof of play"],
-      summary="Impression pixel fired with HEAD")
+@head(
+    "/api/v1/ad/callback/",
+    operation_id="fireImpressionHead",
+    tags=["proof of play"],
+    summary="Impression pixel fired with HEAD",
+    responses=HEAD_RESPONSES,
+    operation_class=documented(required=("ad_request_uuid",), bodiless=True),
+)
 async def impression_head(
-    request: Request[Any, Any, Any],
-    ad_request_uuid: str | None = Parameter(query="ad_request_uuid", default=None),
-    layer: str | None = Parameter(query="layer", default=None),
+    request: Request[Any, Any, Any], ad_request_uuid: AdRequestUuidQuery = None, layer: LayerQuery = None
 ) -> Response[None]:
     return _head(
         await handle_event(env_of(request), event="impression", ad_request_uuid=ad_request_uuid, layer=layer)
     )
 
 
-@head("/api/v1/ad/tracking/video/", operation_id="fireTrackingEventHead", tags=["proof of play"],
-      summary="Tracking pixel fired with HEAD")
+@head(
+    "/api/v1/ad/tracking/video/",
+    operation_id="fireTrackingEventHead",
+    tags=["proof of play"],
+    summary="Tracking pixel fired with HEAD",
+    responses=HEAD_RESPONSES,
+    operation_class=documented(required=("ad_request_uuid", "event"), bodiless=True),
+)
 async def tracking_head(
     request: Request[Any, Any, Any],
-    ad_request_uuid: str | None = Parameter(query="ad_request_uuid", default=None),
-    event: str | None = Parameter(query="event", default=None),
-    layer: str | None = Parameter(query="layer", default=None),
+    ad_request_uuid: AdRequestUuidQuery = None,
+    event: Annotated[str | None, EVENT_QUERY] = None,
+    layer: LayerQuery = None,
 ) -> Response[None]:
-    return _head(await handle_event(env_of(request), event=event, ad_request_uuid=ad_request_uuid, layer=layer))
+    return _head(
+        await handle_event(
+            env_of(request), event=event, ad_request_uuid=ad_request_uuid, layer=layer, events=QUARTILE_EVENTS
+        )
+    )
 
 
 @get(
@@ -172,15 +336,13 @@ async def tracking_head(
     tags=["ad request"],
     security=[{"SspKey": []}],
     responses={
-        200: ResponseSpec(RecordEnvelope, description="The record."),
-        404: ResponseSpec(ErrorEnvelope, description="No such ad request for this account."),
+        200: ResponseSpec(RecordEnvelope, generate_examples=False, description="The record."),
+        404: error_spec("No such ad request for this account."),
         **ERRORS,
     },
 )
 async def get_record(
-    request: Request[Any, Any, Any],
-    ad_request_uuid: str,
-    ssp_key: str | None = Parameter(header="Ssp-Key", default=None, description="Account key"),
+    request: Request[Any, Any, Any], ad_request_uuid: AdRequestUuidPath, ssp_key: SspKey = None
 ) -> Response[bytes]:
     env = env_of(request)
     try:
@@ -190,8 +352,12 @@ async def get_record(
             raise ApiError(400, "malformed_ad_request_uuid", "not a UUID", "ad_request_uuid")
         record = await env.store.get(parsed)
         if record is None or record.account_id != account.account_id:
-            raise ApiError(404, "unknown_ad_request", "no ad request with this uuid for this key's account",
-                           "ad_request_uuid")
+            raise ApiError(
+                404,
+                "unknown_ad_request",
+                "no ad request with this uuid for this key's account",
+                "ad_request_uuid",
+            )
     except ApiError as error:
         return to_response(error_reply(error, NO_STORE))
     return to_response(json_reply(200, record_view(record, int(time.time())), NO_STORE))

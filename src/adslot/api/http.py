@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from litestar import Litestar
 from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme, Server
 
 from adslot import __version__
@@ -13,9 +14,9 @@ from adslot.api.management import MANAGEMENT_CONTROLLERS
 from adslot.api.pages import PAGE_ROUTES
 from adslot.environment import Environment
 
-DESCRIPTION = """adslot's ad request service: a player announces an ad slot (venue, optional screen, play time)
-and receives a VAST 2.0 wrapper; the player then fires the impression and quartile URLs inside it (Proof of Play).
-Errors answer `{"status": <http status>, "error": {"code", "message", "field"}}`."""
+DESCRIPTION = """adslot's ad request service: a player announces an ad slot (venue, optional screen,
+play time) and receives a VAST 2.0 wrapper; the player then fires the impression and quartile URLs inside it
+(Proof of Play). Errors answer `{"status": <http status>, "error": {"code", "message", "field"}}`."""
 
 
 def build_litestar(env: Environment) -> Litestar:
@@ -33,7 +34,9 @@ def build_litestar(env: Environment) -> Litestar:
                 }
             ),
             path="/schema",
-            render_plugins=[],
+            # Only the JSON: an empty list would bring back Litestar's default UIs, which load from CDNs. The
+            # document users read is {base}/openapi.json, and the UI is the playground (pages.py).
+            render_plugins=[JsonRenderPlugin()],
         ),
         request_max_body_size=max(env.settings.max_body_bytes, 1024 * 1024),
         debug=False,

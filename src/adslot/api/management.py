@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Controller, Request, get, patch, post
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
-from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import Parameter
+from litestar.params import JSONBody, PathParameter
 
 from adslot.api.auth import authenticate
-from adslot.api.docs import ErrorEnvelope
+from adslot.api.docs import error_spec
 from adslot.auth.keys import SCOPE_ADMIN
 from adslot.campaigns import repository as campaigns_repo
 from adslot.campaigns.schemas import (
@@ -24,6 +23,7 @@ from adslot.campaigns.schemas import (
     CreativeIn,
 )
 from adslot.environment import Environment
+from adslot.errors import ApiError
 from adslot.inventory import repository as inventory_repo
 from adslot.inventory.schemas import Screen, ScreenIn, Venue, VenueIn, VenuePatch
 
@@ -39,63 +39,81 @@ def env_of(request: Request[Any, Any, Any]) -> Environment:
 
 
 ERRORS = {
-    400: ResponseSpec(ErrorEnvelope, description="Invalid input."),
-    401: ResponseSpec(ErrorEnvelope, description="Missing or invalid key."),
-    403: ResponseSpec(ErrorEnvelope, description="The key lacks the admin permission."),
+    400: error_spec("Invalid input."),
+    401: error_spec("Missing or invalid key."),
+    403: error_spec("The key lacks the admin permission."),
 }
 WRITE_ERRORS = {
     **ERRORS,
-    404: ResponseSpec(ErrorEnvelope, description="Not found."),
-    409: ResponseSpec(ErrorEnvelope, description="Already exists."),
-    422: ResponseSpec(ErrorEnvelope, description="Refers to something unknown or inconsistent."),
+    404: error_spec("Not found."),
+    409: error_spec("Already exists."),
+    422: error_spec("Refers to something unknown or inconsistent."),
 }
-KEY = Parameter(header="Ssp-Key", description="A key with the admin permission")
+READ_ERRORS = {**ERRORS, 404: error_spec("Not found.")}
+# The key is checked by admin_guard, before any parameter is read; the SspKey security scheme documents it.
+# Ids are 32-bit in every supported database (PostgreSQL INTEGER): a larger one names nothing, and would make
+# the driver raise rather than find no row.
+MAX_ID = 2**31 - 1
+CampaignId = Annotated[int, PathParameter(description="The campaign's id", ge=1, le=MAX_ID)]
+VenueId = Annotated[str, PathParameter(description="Your identifier of the venue")]
 
 
 class AdvertiserController(Controller):
     path = "/api/v1/advertisers"
-    tags = ["management"]
-    guards = [admin_guard]
-    security = [{"SspKey": []}]
+    tags = ("management",)
+    guards = (admin_guard,)
+    security = ({"SspKey": []},)
 
-    @get(operation_id="listAdvertisers", responses=ERRORS)
-    async def list(self, request: Request[Any, Any, Any], ssp_key: str = KEY) -> list[Advertiser]:
+    @get(operation_id="listAdvertisers", summary="List advertisers", responses=ERRORS)
+    async def list(self, request: Request[Any, Any, Any]) -> list[Advertiser]:
         return await env_of(request).run_sync(campaigns_repo.list_advertisers)
 
-    @post(operation_id="createAdvertiser", responses=WRITE_ERRORS)
-    async def create(self, request: Request[Any, Any, Any], data: AdvertiserIn, ssp_key: str = KEY) -> Advertiser:
+    @post(operation_id="createAdvertiser", summary="Create an advertiser", responses=WRITE_ERRORS)
+    async def create(self, request: Request[Any, Any, Any], data: JSONBody[AdvertiserIn]) -> Advertiser:
         return await env_of(request).run_sync(lambda c: campaigns_repo.create_advertiser(c, data), write=True)
 
 
 class CampaignController(Controller):
     path = "/api/v1/campaigns"
-    tags = ["management"]
-    guards = [admin_guard]
-    security = [{"SspKey": []}]
+    tags = ("management",)
+    guards = (admin_guard,)
+    security = ({"SspKey": []},)
 
-    @get(operation_id="listCampaigns", responses=ERRORS)
-    async def list(self, request: Request[Any, Any, Any], ssp_key: str = KEY) -> list[Campaign]:
+    @get(operation_id="listCampaigns", summary="List campaigns", responses=ERRORS)
+    async def list(self, request: Request[Any, Any, Any]) -> list[Campaign]:
         return await env_of(request).run_sync(campaigns_repo.list_campaigns)
 
-    @post(operation_id="createCampaign", responses=WRITE_ERRORS)
-    async def create(self, request: Request[Any, Any, Any], data: CampaignIn, ssp_key: str = KEY) -> Campaign:
+    @post(operation_id="createCampaign", summary="Create a campaign", responses=WRITE_ERRORS)
+    async def create(self, request: Request[Any, Any, Any], data: JSONBody[CampaignIn]) -> Campaign:
+        if data.advertiser_id > MAX_ID:
+            raise ApiError(422, "unknown_advertiser", f"no advertiser {data.advertiser_id}", "advertiser_id")
         return await env_of(request).run_sync(lambda c: campaigns_repo.create_campaign(c, data), write=True)
 
-    @get("/{campaign_id:int}", operation_id="getCampaign", responses=WRITE_ERRORS)
-    async def get(self, request: Request[Any, Any, Any], campaign_id: int, ssp_key: str = KEY) -> Campaign:
+    @get("/{campaign_id:int}", operation_id="getCampaign", summary="Get a campaign", responses=READ_ERRORS)
+    async def get(self, request: Request[Any, Any, Any], campaign_id: CampaignId) -> Campaign:
         return await env_of(request).run_sync(lambda c: campaigns_repo.get_campaign(c, campaign_id))
 
-    @patch("/{campaign_id:int}", operation_id="updateCampaign", responses=WRITE_ERRORS)
+    @patch(
+        "/{campaign_id:int}",
+        operation_id="updateCampaign",
+        summary="Update a campaign",
+        responses=WRITE_ERRORS,
+    )
     async def update(
-        self, request: Request[Any, Any, Any], campaign_id: int, data: CampaignPatch, ssp_key: str = KEY
+        self, request: Request[Any, Any, Any], campaign_id: CampaignId, data: JSONBody[CampaignPatch]
     ) -> Campaign:
         return await env_of(request).run_sync(
             lambda c: campaigns_repo.update_campaign(c, campaign_id, data), write=True
         )
 
-    @post("/{campaign_id:int}/creatives", operation_id="addCreative", responses=WRITE_ERRORS)
+    @post(
+        "/{campaign_id:int}/creatives",
+        operation_id="addCreative",
+        summary="Add a creative to a campaign",
+        responses=WRITE_ERRORS,
+    )
     async def add_creative(
-        self, request: Request[Any, Any, Any], campaign_id: int, data: CreativeIn, ssp_key: str = KEY
+        self, request: Request[Any, Any, Any], campaign_id: CampaignId, data: JSONBody[CreativeIn]
     ) -> Creative:
         return await env_of(request).run_sync(
             lambda c: campaigns_repo.add_creative(c, campaign_id, data), write=True
@@ -104,33 +122,42 @@ class CampaignController(Controller):
 
 class VenueController(Controller):
     path = "/api/v1/venues"
-    tags = ["management"]
-    guards = [admin_guard]
-    security = [{"SspKey": []}]
+    tags = ("management",)
+    guards = (admin_guard,)
+    security = ({"SspKey": []},)
 
-    @get(operation_id="listVenues", responses=ERRORS)
-    async def list(self, request: Request[Any, Any, Any], ssp_key: str = KEY) -> list[Venue]:
+    @get(operation_id="listVenues", summary="List venues", responses=ERRORS)
+    async def list(self, request: Request[Any, Any, Any]) -> list[Venue]:
         return await env_of(request).run_sync(inventory_repo.list_venues)
 
-    @post(operation_id="createVenue", responses=WRITE_ERRORS)
-    async def create(self, request: Request[Any, Any, Any], data: VenueIn, ssp_key: str = KEY) -> Venue:
+    @post(operation_id="createVenue", summary="Register a venue", responses=WRITE_ERRORS)
+    async def create(self, request: Request[Any, Any, Any], data: JSONBody[VenueIn]) -> Venue:
         return await env_of(request).run_sync(lambda c: inventory_repo.create_venue(c, data), write=True)
 
-    @get("/{venue_id:str}", operation_id="getVenue", responses=WRITE_ERRORS)
-    async def get(self, request: Request[Any, Any, Any], venue_id: str, ssp_key: str = KEY) -> Venue:
+    @get("/{venue_id:str}", operation_id="getVenue", summary="Get a venue", responses=READ_ERRORS)
+    async def get(self, request: Request[Any, Any, Any], venue_id: VenueId) -> Venue:
         return await env_of(request).run_sync(lambda c: inventory_repo.get_venue(c, venue_id))
 
-    @patch("/{venue_id:str}", operation_id="updateVenue", responses=WRITE_ERRORS)
+    @patch("/{venue_id:str}", operation_id="updateVenue", summary="Update a venue", responses=WRITE_ERRORS)
     async def update(
-        self, request: Request[Any, Any, Any], venue_id: str, data: VenuePatch, ssp_key: str = KEY
+        self, request: Request[Any, Any, Any], venue_id: VenueId, data: JSONBody[VenuePatch]
     ) -> Venue:
-        return await env_of(request).run_sync(lambda c: inventory_repo.update_venue(c, venue_id, data), write=True)
+        return await env_of(request).run_sync(
+            lambda c: inventory_repo.update_venue(c, venue_id, data), write=True
+        )
 
-    @post("/{venue_id:str}/screens", operation_id="addScreen", responses=WRITE_ERRORS)
+    @post(
+        "/{venue_id:str}/screens",
+        operation_id="addScreen",
+        summary="Add a screen to a venue",
+        responses=WRITE_ERRORS,
+    )
     async def add_screen(
-        self, request: Request[Any, Any, Any], venue_id: str, data: ScreenIn, ssp_key: str = KEY
+        self, request: Request[Any, Any, Any], venue_id: VenueId, data: JSONBody[ScreenIn]
     ) -> Screen:
-        return await env_of(request).run_sync(lambda c: inventory_repo.add_screen(c, venue_id, data), write=True)
+        return await env_of(request).run_sync(
+            lambda c: inventory_repo.add_screen(c, venue_id, data), write=True
+        )
 
 
 MANAGEMENT_CONTROLLERS = [AdvertiserController, CampaignController, VenueController]

@@ -1,4 +1,4 @@
-"""Non-API pages: the playground (Swagger UI from a package, never a CDN), the OpenAPI document, demo media."""
+"""Pages beside the API: the playground (Swagger UI from a package, never a CDN), OpenAPI document, media."""
 
 from __future__ import annotations
 
@@ -6,21 +6,24 @@ import importlib.util
 import json
 import mimetypes
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import MediaType, Request, Response, get
 from litestar.exceptions import NotFoundException
+from litestar.params import PathParameter
+from litestar.serialization import encode_json
 
-from adslot.api.docs import AD_REQUEST_BODY_SCHEMA
 from adslot.environment import Environment
 
 PAGE = (Path(__file__).parent.parent / "playground" / "page.html").read_text(encoding="utf-8")
 MEDIA_DIR = Path(__file__).parent.parent / "sandbox" / "assets"
 ASSET_NAMES = frozenset({"swagger-ui.css", "swagger-ui-bundle.js"})
+AD_REQUEST_PATHS = ("/api/v1/ad/request", "/ad/request")
+FileName = Annotated[str, PathParameter()]
 
 
 def swagger_dist() -> Path:
-    """Swagger UI 5's dist files ship inside the flask-swagger-ui wheel; we read them without importing Flask."""
+    """Swagger UI 5's dist files ship in the flask-swagger-ui wheel; they are read without importing Flask."""
     spec = importlib.util.find_spec("flask_swagger_ui")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("flask-swagger-ui (Swagger UI assets) is not installed")
@@ -46,16 +49,18 @@ async def playground(request: Request[Any, Any, Any]) -> str:
 
 
 @get("/playground/assets/{name:str}", include_in_schema=False)
-async def playground_asset(name: str) -> Response[bytes]:
+async def playground_asset(name: FileName) -> Response[bytes]:
     if name not in ASSET_NAMES:
         raise NotFoundException()
     path = swagger_dist() / name
     media_type = "text/css" if name.endswith(".css") else "application/javascript"
-    return Response(path.read_bytes(), media_type=media_type, headers={"cache-control": "public, max-age=86400"})
+    return Response(
+        path.read_bytes(), media_type=media_type, headers={"cache-control": "public, max-age=86400"}
+    )
 
 
 @get("/media/{name:str}", include_in_schema=False)
-async def media(name: str) -> Response[bytes]:
+async def media(name: FileName) -> Response[bytes]:
     path = MEDIA_DIR / name
     if "/" in name or name.startswith(".") or not path.is_file():
         raise NotFoundException()
@@ -73,15 +78,19 @@ async def health(request: Request[Any, Any, Any]) -> dict[str, str]:
 
 @get("/openapi.json", include_in_schema=False)
 async def openapi_document(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """The environment's OpenAPI document: servers name its base URL, identifier limits its settings."""
     env = env_of(request)
     document: dict[str, Any] = request.app.openapi_schema.to_schema()
     document["servers"] = [{"url": env.base_url, "description": env.name}]
-    body = {"required": True, "content": {"application/json": {"schema": AD_REQUEST_BODY_SCHEMA}}}
-    for path in ("/api/v1/ad/request", "/ad/request"):
-        operation = document.get("paths", {}).get(path, {}).get("post")
-        if operation is not None:
-            operation["requestBody"] = body
-    return Response(json.dumps(document).encode(), media_type="application/json")
+    for path in AD_REQUEST_PATHS:
+        operation = document.get("paths", {}).get(path, {}).get("post", {})
+        body = (
+            operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+        )
+        for name in ("venue_id", "screen_id"):
+            if name in body.get("properties", {}):
+                body["properties"][name]["maxLength"] = env.settings.max_id_length
+    return Response(encode_json(document), media_type="application/json")
 
 
 PAGE_ROUTES = [playground, playground_asset, media, health, openapi_document]

@@ -15,7 +15,7 @@ from adslot.errors import ApiError
 from adslot.ids import parse_uuid
 from adslot.ledger.records import AdRequest, Fire
 from adslot.vast.inline import InlineCreative, MediaFile, build_inline
-from adslot.vast.urls import QUARTILE_EVENTS
+from adslot.vast.urls import EVENTS
 from adslot.vast.wrapper import EMPTY_VAST
 
 LAYERS = ("wrapper", "inline")
@@ -30,42 +30,54 @@ def _uuid(raw: str | None) -> uuid.UUID:
     return parsed
 
 
+UNKNOWN = ApiError(404, "unknown_ad_request", "no ad request with this uuid", "ad_request_uuid")
+
+
 async def _find(env: Environment, ad_request_id: uuid.UUID) -> AdRequest:
     record = await env.store.get(ad_request_id)
     if record is None:
-        raise ApiError(404, "unknown_ad_request", "no ad request with this uuid", "ad_request_uuid")
+        raise UNKNOWN
     return record
 
 
-def _expired(record: AdRequest, now: int) -> ApiError:
+def _expired(expires_at: int, now: int) -> ApiError:
     return ApiError(
-        410, "ad_request_expired", f"the ad request expired {now - record.expires_at} seconds ago", "ad_request_uuid"
+        410, "ad_request_expired", f"the ad request expired {now - expires_at} seconds ago", "ad_request_uuid"
     )
 
 
 async def handle_event(
-    env: Environment, *, event: str | None, ad_request_uuid: str | None, layer: str | None = None
+    env: Environment,
+    *,
+    event: str | None,
+    ad_request_uuid: str | None,
+    layer: str | None = None,
+    events: tuple[str, ...] = EVENTS,
 ) -> Reply:
-    """Record one pixel fire: counted once, repeats kept as duplicates, late fires kept but not counted."""
+    """Record one pixel fire: counted once, repeats kept as duplicates, late fires kept but not counted.
+
+    `events` is what the URL accepts: the tracking URL passes QUARTILE_EVENTS (impressions have their own).
+    """
     try:
         ad_request_id = _uuid(ad_request_uuid)
         if event is None or event == "":
             raise ApiError(400, "missing_event", "event is required", "event")
-        if event != "impression" and event not in QUARTILE_EVENTS:
-            raise ApiError(400, "unknown_event", f"event must be one of {', '.join(QUARTILE_EVENTS)}", "event")
+        if event not in events:
+            raise ApiError(400, "unknown_event", f"event must be one of {', '.join(events)}", "event")
         layer = layer or "wrapper"
         if layer not in LAYERS:
             raise ApiError(400, "invalid_layer", "layer must be wrapper or inline", "layer")
-        record = await _find(env, ad_request_id)
         now = int(time.time())
-        late = now > record.expires_at
-        outcome = await env.writer.submit(Fire(ad_request_id, event, layer, now, late))
-        if late:
-            raise _expired(record, now)
+        verdict = await env.writer.submit(Fire(ad_request_id, event, layer, now))
+        if verdict.outcome == "unknown":
+            raise UNKNOWN
+        if verdict.outcome == "late":
+            assert verdict.expires_at is not None
+            raise _expired(verdict.expires_at, now)
     except ApiError as error:
         return error_reply(error, NO_STORE)
     return json_reply(
-        200, {"ad_request_uuid": str(ad_request_id), "event": event, "result": outcome}, NO_STORE
+        200, {"ad_request_uuid": str(ad_request_id), "event": event, "result": verdict.outcome}, NO_STORE
     )
 
 
@@ -86,12 +98,14 @@ async def handle_inline_vast(env: Environment, ad_request_uuid: str) -> Reply:
         record = await _find(env, parsed)
         now = int(time.time())
         if now > record.expires_at:
-            raise _expired(record, now)
+            raise _expired(record.expires_at, now)
         catalog = env.catalog
         assert catalog is not None
         creative = catalog.creatives.get(record.creative_id)
         if creative is None:
-            raise ApiError(410, "creative_gone", "the creative of this ad request was removed", "ad_request_uuid")
+            raise ApiError(
+                410, "creative_gone", "the creative of this ad request was removed", "ad_request_uuid"
+            )
     except ApiError as error:
         return _vast_error(error)
     vast = build_inline(

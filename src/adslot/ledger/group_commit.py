@@ -18,7 +18,9 @@ log = logging.getLogger(__name__)
 
 
 class GroupCommitter(Generic[Op, Result]):
-    def __init__(self, apply: Callable[[Sequence[Op]], Awaitable[list[Result]]], max_batch: int = 512) -> None:
+    def __init__(
+        self, apply: Callable[[Sequence[Op]], Awaitable[list[Result]]], max_batch: int = 512
+    ) -> None:
         self._apply = apply
         self._max_batch = max_batch
         self._pending: list[tuple[Op, asyncio.Future[Result]]] = []

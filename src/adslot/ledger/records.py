@@ -8,7 +8,7 @@ from typing import Literal
 
 Event = Literal["impression", "start", "firstQuartile", "midpoint", "thirdQuartile", "complete"]
 Layer = Literal["wrapper", "inline"]
-Outcome = Literal["issued", "counted", "duplicate", "echo", "late"]
+Outcome = Literal["issued", "counted", "duplicate", "echo", "late", "unknown"]
 
 EVENT_COLUMNS: dict[str, str] = {
     "impression": "impression_at",
@@ -54,11 +54,20 @@ class Issue:
 
 @dataclass(frozen=True, slots=True)
 class Fire:
+    """A pixel fire as received; the store decides, under its write lock, what it counts as."""
+
     ad_request_id: uuid.UUID
     event: str
     layer: str
     at: int
-    late: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What an operation came to, with the ad request's expiry (None when it is unknown)."""
+
+    outcome: Outcome
+    expires_at: int | None = None
 
 
 Operation = Issue | Fire

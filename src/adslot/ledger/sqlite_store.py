@@ -1,8 +1,9 @@
 """The ledger on SQLite: point reads on the event loop, batched writes in one writer thread.
 
 Reads are primary-key lookups that take microseconds, cheaper than a thread hop. Writes run on a single
-thread that owns the write connection; WAL with synchronous=FULL makes each commit durable before the
-batch's requests are answered.
+thread that owns the write connection; BEGIN IMMEDIATE takes SQLite's write lock (so the batch's reads and
+writes are atomic against other worker processes), and WAL with synchronous=FULL makes each commit durable
+before the batch's requests are answered.
 """
 
 from __future__ import annotations
@@ -14,10 +15,33 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from adslot.ledger.records import COLUMNS, AdRequest, Fire, Issue, Operation, Outcome
-from adslot.ledger.store import LedgerSql, issue_values
+from adslot.ledger.records import COLUMNS, ISSUE_COLUMNS, AdRequest, Fire, Issue, Operation, Verdict
+from adslot.ledger.resolve import Current, FireKey, candidates, first_fire_times, resolve
+from adslot.ledger.store import (
+    COALESCE_SET,
+    COUNTER_SET,
+    INSERT_COLUMNS,
+    SELECT_ONE,
+    STATE_COLUMNS,
+    TIME_COLUMNS,
+    change_values,
+    current_of,
+    issue_values,
+)
 
-SQL = LedgerSql(lambda _: "?")
+SELECT = SELECT_ONE + "?"
+INSERT = f"INSERT INTO ad_requests ({INSERT_COLUMNS}) VALUES ({', '.join('?' * len(ISSUE_COLUMNS))})"
+FIRST_FIRE = (
+    "INSERT INTO pop_fires (ad_request_id, event, layer, at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
+)
+UPDATE = (
+    "UPDATE ad_requests SET "
+    + COALESCE_SET.format(**{c: "?" for c in TIME_COLUMNS})
+    + ", "
+    + COUNTER_SET.format(dups="?", late="?")
+    + " WHERE id = ?"
+)
+STATE_CHUNK = 500
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -32,6 +56,30 @@ def _row_to_record(row: tuple[object, ...]) -> AdRequest:
     values = dict(zip(COLUMNS, row, strict=True))
     values["id"] = uuid.UUID(hex=str(values["id"]))
     return AdRequest(**values)  # type: ignore[arg-type]
+
+
+def _current(conn: sqlite3.Connection, ids: list[uuid.UUID]) -> dict[uuid.UUID, Current]:
+    found: dict[uuid.UUID, Current] = {}
+    for i in range(0, len(ids), STATE_CHUNK):
+        chunk = ids[i : i + STATE_CHUNK]
+        query = (
+            f"SELECT {', '.join(STATE_COLUMNS)} FROM ad_requests WHERE id IN ({', '.join('?' * len(chunk))})"
+        )
+        for row in conn.execute(query, [u.hex for u in chunk]):
+            found[uuid.UUID(hex=row[0])] = current_of(row[1:])
+    return found
+
+
+def _apply_fires(conn: sqlite3.Connection, fires: list[Fire]) -> list[Verdict]:
+    current = _current(conn, list({f.ad_request_id for f in fires}))
+    keys = candidates(fires, current)
+    fresh: set[FireKey] = set()
+    for key, at in zip(keys, first_fire_times(fires, keys), strict=True):
+        if conn.execute(FIRST_FIRE, (key[0].hex, key[1], key[2], at)).rowcount == 1:
+            fresh.add(key)
+    verdicts, changes = resolve(fires, current, fresh)
+    conn.executemany(UPDATE, [(*change_values(c), ident.hex) for ident, c in changes.items()])
+    return verdicts
 
 
 class SqliteLedgerStore:
@@ -55,42 +103,27 @@ class SqliteLedgerStore:
 
     async def get(self, ad_request_id: uuid.UUID) -> AdRequest | None:
         assert self._reader is not None, "store not started"
-        row = self._reader.execute(SQL.select, (ad_request_id.hex,)).fetchone()
+        row = self._reader.execute(SELECT, (ad_request_id.hex,)).fetchone()
         return _row_to_record(row) if row else None
 
-    async def apply(self, operations: Sequence[Operation]) -> list[Outcome]:
+    async def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
         return await asyncio.get_running_loop().run_in_executor(self._executor, self._apply_sync, operations)
 
-    def _apply_sync(self, operations: Sequence[Operation]) -> list[Outcome]:
+    def _apply_sync(self, operations: Sequence[Operation]) -> list[Verdict]:
         conn = self._writer
         assert conn is not None, "store not started"
-        outcomes: list[Outcome] = []
+        issues = [op.record for op in operations if isinstance(op, Issue)]
+        fires = [op for op in operations if isinstance(op, Fire)]
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for op in operations:
-                outcomes.append(self._apply_one(conn, op))
+            if issues:
+                conn.executemany(INSERT, [(r.id.hex, *issue_values(r)[1:]) for r in issues])
+            fire_verdicts = iter(_apply_fires(conn, fires) if fires else [])
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        return outcomes
-
-    @staticmethod
-    def _apply_one(conn: sqlite3.Connection, op: Operation) -> Outcome:
-        if isinstance(op, Issue):
-            values = list(issue_values(op.record))
-            values[0] = op.record.id.hex
-            conn.execute(SQL.insert, values)
-            return "issued"
-        assert isinstance(op, Fire)
-        key = op.ad_request_id.hex
-        outcome: Outcome
-        if op.late:
-            conn.execute(SQL.late, (key,))
-            outcome = "late"
-        elif conn.execute(SQL.first_fire, (key, op.event, op.layer, op.at)).rowcount == 0:
-            conn.execute(SQL.duplicate, (key,))
-            outcome = "duplicate"
-        else:
-            outcome = "counted" if conn.execute(SQL.count(op), (op.at, key)).rowcount == 1 else "echo"
-        return outcome
+        return [
+            Verdict("issued", op.record.expires_at) if isinstance(op, Issue) else next(fire_verdicts)
+            for op in operations
+        ]

@@ -1,17 +1,22 @@
 """The narrow interface between the ledger and a database, and the SQL both dialects share.
 
-A store applies a batch of operations in ONE transaction and returns one outcome per operation; the
-group committer decides what goes in a batch. Dedupe is one atomic INSERT ... ON CONFLICT DO NOTHING per
-fire, never a read followed by a write, so simultaneous duplicate pixels count once.
+A store applies a batch of operations in ONE transaction, under a write lock on the rows it touches, and
+returns one Verdict per operation; the group committer decides what goes in a batch. Dedupe rests on the
+pop_fires primary key (INSERT ... ON CONFLICT DO NOTHING), never on a read followed by an unlocked write, so
+simultaneous duplicate pixels count once, across workers too. The rules themselves live in resolve.py.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
-from adslot.ledger.records import COLUMNS, EVENT_COLUMNS, ISSUE_COLUMNS, AdRequest, Fire, Operation, Outcome
+from adslot.ledger.records import COLUMNS, EVENT_COLUMNS, ISSUE_COLUMNS, AdRequest, Operation, Verdict
+from adslot.ledger.resolve import Current, RowChange
+
+TIME_COLUMNS = tuple(EVENT_COLUMNS.values())
+STATE_COLUMNS = ("id", "expires_at", *TIME_COLUMNS)
 
 
 class LedgerStore(Protocol):
@@ -21,34 +26,27 @@ class LedgerStore(Protocol):
 
     async def get(self, ad_request_id: uuid.UUID) -> AdRequest | None: ...
 
-    async def apply(self, operations: Sequence[Operation]) -> list[Outcome]: ...
+    async def apply(self, operations: Sequence[Operation]) -> list[Verdict]: ...
 
 
-class LedgerSql:
-    """Statement texts for one placeholder style (`?` for sqlite3, `$n` for asyncpg)."""
+def current_of(row: Sequence[object]) -> Current:
+    """A STATE_COLUMNS row (without its id) as the resolver's view of it."""
+    expires_at, *times = row
+    return Current(int(expires_at), dict(zip(TIME_COLUMNS, times, strict=True)))  # type: ignore[call-overload,arg-type]
 
-    def __init__(self, placeholder: Callable[[int], str]) -> None:
-        p = placeholder
-        self.select = f"SELECT {', '.join(COLUMNS)} FROM ad_requests WHERE id = {p(1)}"
-        self.insert = (
-            f"INSERT INTO ad_requests ({', '.join(ISSUE_COLUMNS)}) "
-            f"VALUES ({', '.join(p(i + 1) for i in range(len(ISSUE_COLUMNS)))})"
-        )
-        self.first_fire = (
-            "INSERT INTO pop_fires (ad_request_id, event, layer, at) "
-            f"VALUES ({p(1)}, {p(2)}, {p(3)}, {p(4)}) ON CONFLICT DO NOTHING"
-        )
-        self.duplicate = f"UPDATE ad_requests SET duplicate_count = duplicate_count + 1 WHERE id = {p(1)}"
-        self.late = f"UPDATE ad_requests SET late_count = late_count + 1 WHERE id = {p(1)}"
-        self._count = {
-            event: f"UPDATE ad_requests SET {column} = {p(1)} WHERE id = {p(2)} AND {column} IS NULL"
-            for event, column in EVENT_COLUMNS.items()
-        }
 
-    def count(self, fire: Fire) -> str:
-        """Set the event's time unless the other VAST layer already did (then the fire is an echo)."""
-        return self._count[fire.event]
+def change_values(change: RowChange) -> tuple[object, ...]:
+    """(time per event column or None, duplicates to add, late fires to add), in UPDATE order."""
+    return (*(change.set_times.get(c) for c in TIME_COLUMNS), change.duplicates, change.late)
 
 
 def issue_values(record: AdRequest) -> tuple[object, ...]:
     return tuple(getattr(record, c) for c in ISSUE_COLUMNS)
+
+
+SELECT_ONE = f"SELECT {', '.join(COLUMNS)} FROM ad_requests WHERE id = "
+INSERT_COLUMNS = ", ".join(ISSUE_COLUMNS)
+COALESCE_SET = ", ".join(f"{c} = COALESCE(ad_requests.{c}, {{{c}}})" for c in TIME_COLUMNS)
+COUNTER_SET = (
+    "duplicate_count = ad_requests.duplicate_count + {dups}, late_count = ad_requests.late_count + {late}"
+)
