@@ -67,12 +67,17 @@ def parse_body(raw: bytes, env: Environment, now: int) -> AdRequestBody:
     latest = now + settings.play_time_max_lead_seconds
     if play_time < earliest:
         raise ApiError(
-            400, "play_time_in_past", f"play_time is {now - play_time} s in the past; "
-            f"at most {settings.play_time_skew_seconds} s of clock skew is tolerated", "play_time"
+            400,
+            "play_time_in_past",
+            f"play_time is {now - play_time} s in the past; "
+            f"at most {settings.play_time_skew_seconds} s of clock skew is tolerated",
+            "play_time",
         )
     if play_time > latest:
         raise ApiError(
-            400, "play_time_too_far", f"play_time may be at most {settings.play_time_max_lead_seconds} s ahead",
+            400,
+            "play_time_too_far",
+            f"play_time may be at most {settings.play_time_max_lead_seconds} s ahead",
             "play_time",
         )
     assert venue_id is not None
@@ -82,10 +87,11 @@ def parse_body(raw: bytes, env: Environment, now: int) -> AdRequestBody:
 def check_content_type(content_type: str | None) -> None:
     media, _, params = (content_type or "").partition(";")
     if media.strip().lower() != "application/json":
-        raise ApiError(415, "unsupported_media_type", "send the body as Content-Type: application/json",
-                       "Content-Type")
+        raise ApiError(
+            415, "unsupported_media_type", "send the body as Content-Type: application/json", "Content-Type"
+        )
     charset = params.strip().lower()
-    if charset and charset.replace(" ", "") not in ("charset=utf-8", "charset=\"utf-8\""):
+    if charset and charset.replace(" ", "") not in ("charset=utf-8", 'charset="utf-8"'):
         raise ApiError(415, "unsupported_media_type", "the body must be UTF-8 JSON", "Content-Type")
 
 
@@ -113,8 +119,9 @@ async def _ad_request(
     fmt = check_format(fmt)
     check_content_type(content_type)
     if len(body) > env.settings.max_body_bytes:
-        raise ApiError(413, "payload_too_large", f"the body may be at most {env.settings.max_body_bytes} bytes",
-                       "body")
+        raise ApiError(
+            413, "payload_too_large", f"the body may be at most {env.settings.max_body_bytes} bytes", "body"
+        )
     now = int(time.time())
     request = parse_body(body, env, now)
     catalog = env.catalog

@@ -18,11 +18,14 @@ def authenticate(env: Environment, key: str | None, scope: str) -> KeyRecord:
     if record is None:
         other = TEST_PREFIX if env.name == "production" else LIVE_PREFIX
         if key.startswith(other):
-            kind, where = ("a sandbox", "sandbox") if env.name == "production" else ("a production", "production")
+            kind, where = (
+                ("a sandbox", "sandbox") if env.name == "production" else ("a production", "production")
+            )
             raise ApiError(
                 401,
                 "wrong_environment",
-                f"this is {kind} key; send it to the {where} base URL {env.settings.environment(where).public_url}",
+                f"this is {kind} key; send it to the {where} base URL "
+                f"{env.settings.environment(where).public_url}",
                 "Ssp-Key",
             )
         raise ApiError(401, "invalid_api_key", "the key is unknown or revoked", "Ssp-Key")

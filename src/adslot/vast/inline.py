@@ -9,7 +9,7 @@ from adslot.vast.wrapper import XML_DECLARATION, ad_system, tracking_events
 from adslot.vast.xml import attr, cdata, text
 
 INLINE = "&layer=inline"
-"""The inline's pixels say so, so that the player's fires of both VAST layers count once, not as duplicates."""
+"""Marks the inline's pixels, so the player's fires of both VAST layers count once, not as duplicates."""
 
 
 @dataclass(frozen=True, slots=True)

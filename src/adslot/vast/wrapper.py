@@ -27,8 +27,8 @@ def ad_system(name: str, version: str) -> str:
 
 def tracking_events(base_url: str, ad_request_uuid: str, suffix: str = "") -> str:
     rows = "".join(
-        f'<Tracking event="{event}">{cdata(tracking_url(base_url, ad_request_uuid, event) + suffix)}</Tracking>'
-        for event in QUARTILE_EVENTS
+        f'<Tracking event="{event}">{cdata(url + suffix)}</Tracking>'
+        for event, url in ((e, tracking_url(base_url, ad_request_uuid, e)) for e in QUARTILE_EVENTS)
     )
     return f"<TrackingEvents>{rows}</TrackingEvents>"
 
