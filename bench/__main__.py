@@ -1,0 +1,7 @@
+"""Entry point of `python -m bench`."""
+
+import sys
+
+from bench.runner import main
+
+sys.exit(main())

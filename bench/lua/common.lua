@@ -1,0 +1,141 @@
+-- Shared by every scenario script (loaded with dofile): arguments, the uuid list, the optional status
+-- tally and per-connection delay, and the result line that bench/wrk.py parses.
+--
+-- Arguments come after `--` on the wrk command line as key=value pairs; each scenario's init() calls
+-- bench_init(args), then builds its requests once, so request() only picks a prebuilt string.
+
+bench_threads = {}
+opt = {}
+statuses = {}
+results = {}
+reqs = {}
+local seq = 0
+local stride = 1
+
+function setup(thread)
+   table.insert(bench_threads, thread)
+   thread:set("thread_index", #bench_threads - 1)
+end
+
+function bench_init(args)
+   for _, arg in ipairs(args) do
+      local k, v = arg:match("^([%w_]+)=(.*)$")
+      if k then opt[k] = v end
+   end
+   stride = tonumber(opt.threads or "1")
+   seq = thread_index or 0
+   math.randomseed(os.time() * 1000 + seq)
+   if opt.tally == "1" then
+      -- Tally every status and pixel result. Off by default: it makes wrk parse each answer into Lua,
+      -- ~6 us of client CPU per request that the servers would otherwise have on a small machine.
+      response = tally
+   end
+   local delay_ms = tonumber(opt.delay_ms or "0")
+   if delay_ms > 0 then
+      -- Uniform on [d/2, 3d/2] (mean d), rounded up or down at random so the mean stays d in whole
+      -- milliseconds; the jitter keeps the connections from firing in lockstep bursts.
+      function delay()
+         local x = delay_ms * (0.5 + math.random())
+         local f = math.floor(x)
+         if math.random() < x - f then f = f + 1 end
+         return f
+      end
+   end
+end
+
+function load_uuids()
+   local list = {}
+   for line in io.lines(opt.uuids) do
+      if #line > 0 then table.insert(list, line) end
+   end
+   assert(#list > 0, "no uuids in " .. tostring(opt.uuids))
+   return list
+end
+
+function prefix()
+   return opt.prefix or ""
+end
+
+function get(path)
+   return wrk.format("GET", prefix() .. path)
+end
+
+function ad_request(fmt)
+   local body = string.format('{"venue_id":"%s","screen_id":"%s","play_time":%d}',
+      opt.venue, opt.screen, os.time() + 60)
+   local headers = { ["Content-Type"] = "application/json", ["Ssp-Key"] = opt.key }
+   return wrk.format("POST", prefix() .. "/api/v1/ad/request?format=" .. fmt, headers, body)
+end
+
+function vast(uuid)
+   return get("/api/v1/ad/vast/" .. uuid)
+end
+
+function impression(uuid)
+   return get("/api/v1/ad/callback/?ad_request_uuid=" .. uuid)
+end
+
+QUARTILES = { "start", "firstQuartile", "midpoint", "thirdQuartile", "complete" }
+
+function tracking(uuid, event)
+   return get("/api/v1/ad/tracking/video/?ad_request_uuid=" .. uuid .. "&event=" .. event)
+end
+
+-- The threads walk one sequence together (thread i takes i, i+T, i+2T, ...), so a list is covered once
+-- before anything repeats, whatever the thread count.
+function request()
+   local r = reqs[(seq % #reqs) + 1]
+   seq = seq + stride
+   return r
+end
+
+-- Pixel answers say whether the fire counted or was a duplicate (or an echo).
+function tally(status, headers, body)
+   local key = tostring(status)
+   statuses[key] = (statuses[key] or 0) + 1
+   local result = body:match('"result":"(%a+)"')
+   if result then results[result] = (results[result] or 0) + 1 end
+end
+
+local function sum_tables(name)
+   local total = {}
+   for _, t in ipairs(bench_threads) do
+      for k, v in pairs(t:get(name) or {}) do
+         total[k] = (total[k] or 0) + v
+      end
+   end
+   return total
+end
+
+local function json_counts(counts)
+   local parts = {}
+   for k, v in pairs(counts) do
+      table.insert(parts, string.format('"%s":%d', k, v))
+   end
+   table.sort(parts)
+   return "{" .. table.concat(parts, ",") .. "}"
+end
+
+function done(summary, latency, requests)
+   local e = summary.errors
+   local counts = sum_tables("statuses")
+   -- Without the tally, wrk's own count of answers with a status above 399 stands in for non-2xx.
+   local non2xx = e.status
+   if next(counts) then
+      non2xx = 0
+      for k, v in pairs(counts) do
+         local s = tonumber(k)
+         if s < 200 or s > 299 then non2xx = non2xx + v end
+      end
+   end
+   local seconds = summary.duration / 1e6
+   io.write(string.format(
+      'BENCH_RESULT {"requests":%d,"duration_s":%.6f,"rps":%.2f,"bytes":%d,' ..
+      '"p50_us":%d,"p90_us":%d,"p99_us":%d,"p999_us":%d,"max_us":%d,"mean_us":%.1f,' ..
+      '"non2xx":%d,"statuses":%s,"results":%s,' ..
+      '"socket_errors":{"connect":%d,"read":%d,"write":%d,"timeout":%d}}\n',
+      summary.requests, seconds, summary.requests / seconds, summary.bytes,
+      latency:percentile(50), latency:percentile(90), latency:percentile(99), latency:percentile(99.9),
+      latency.max, latency.mean, non2xx, json_counts(counts), json_counts(sum_tables("results")),
+      e.connect, e.read, e.write, e.timeout))
+end

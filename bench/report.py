@@ -1,0 +1,327 @@
+"""The benchmark's results: medians over rounds, ratios and targets, machine facts, JSON and Markdown."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+import msgspec
+
+from bench.scenarios import HALF_LOAD_P99_OVER_P50, Scenario
+from bench.wrk import WrkResult
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class Side(msgspec.Struct):
+    """One server's runs of one scenario: medians over rounds, and every round as measured."""
+
+    rps: float
+    p50_us: float
+    p99_us: float
+    errors: int
+    statuses: dict[str, int]
+    results: dict[str, int]
+    """Pixel answers over all rounds by result: counted (first fires), duplicate, echo."""
+    bytes_per_response: float
+    rounds: list[WrkResult]
+
+    @classmethod
+    def of(cls, rounds: list[WrkResult]) -> Side:
+        requests = sum(r.requests for r in rounds)
+        return cls(
+            rps=statistics.median(r.rps for r in rounds),
+            p50_us=statistics.median(r.p50_us for r in rounds),
+            p99_us=statistics.median(r.p99_us for r in rounds),
+            errors=sum(r.error_count for r in rounds),
+            statuses=_sum(r.statuses for r in rounds),
+            results=_sum(r.results for r in rounds),
+            bytes_per_response=sum(r.bytes for r in rounds) / requests if requests else 0.0,
+            rounds=rounds,
+        )
+
+    @property
+    def tail_ratio(self) -> float:
+        return self.p99_us / self.p50_us if self.p50_us else float("inf")
+
+
+def _sum(counts: Iterable[dict[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for c in counts:
+        for k, n in c.items():
+            total[k] = total.get(k, 0) + n
+    return total
+
+
+class Row(msgspec.Struct):
+    scenario: str
+    backend: str
+    kind: str
+    """"max": as fast as wrk's connections go; "half_load": paced at about half of the measured maximum."""
+    description: str
+    bare: Side
+    adslot: Side
+    ratio: float | None
+    """max: adslot req/s / bare req/s. half_load: adslot p99 / p50."""
+    target: str
+    met: bool | None
+    flags: list[str]
+    target_rps: dict[str, float] | None = None
+    delay_ms: dict[str, float] | None = None
+    proof_of_play: dict[str, int] | None = None
+    """adslot's records before vs after the rounds: counted (first fires), duplicates, late."""
+
+
+class Machine(msgspec.Struct):
+    nproc: int
+    cpu_count: int | None
+    cpu_model: str
+    python: str
+    platform: str
+    wrk: str
+    command: str
+    date: str
+    git_commit: str
+    git_dirty: bool | None
+    loadavg_start: list[float]
+    loadavg_end: list[float] = msgspec.field(default_factory=list)
+
+
+class Config(msgspec.Struct):
+    duration_s: int
+    warmup_s: int
+    connections: int
+    threads: int
+    rounds: int
+    workers: int
+    uuids: int
+    scenarios: list[str]
+    half_load: bool
+    postgres_url: str | None
+    adslot_env: dict[str, str]
+    tally: bool
+
+
+class Report(msgspec.Struct):
+    machine: Machine
+    config: Config
+    backends: dict[str, str]
+    rows: list[Row]
+    notes: list[str]
+
+
+def max_row(scenario: Scenario, backend: str, bare: list[WrkResult], adslot: list[WrkResult]) -> Row:
+    b, a = Side.of(bare), Side.of(adslot)
+    ratio = a.rps / b.rps if b.rps else 0.0
+    flags = _error_flags(b, a)
+    if scenario.target_ratio is None:
+        target, met = "—", None
+    else:
+        target, met = f">= {scenario.target_ratio:g}", ratio >= scenario.target_ratio and not flags
+    return Row(scenario.name, backend, "max", scenario.description, b, a, ratio, target, met, flags)
+
+
+def half_load_row(
+    scenario: Scenario,
+    backend: str,
+    bare: list[WrkResult],
+    adslot: list[WrkResult],
+    target_rps: dict[str, float],
+    delay_ms: dict[str, float],
+) -> Row:
+    b, a = Side.of(bare), Side.of(adslot)
+    flags = _error_flags(b, a)
+    met = a.tail_ratio <= HALF_LOAD_P99_OVER_P50 and not flags
+    return Row(
+        scenario.name,
+        backend,
+        "half_load",
+        scenario.description,
+        b,
+        a,
+        a.tail_ratio,
+        f"p99 <= {HALF_LOAD_P99_OVER_P50:g} x p50",
+        met,
+        flags,
+        target_rps,
+        delay_ms,
+    )
+
+
+def _error_flags(bare: Side, adslot: Side) -> list[str]:
+    flags = []
+    for name, side in (("bare", bare), ("adslot", adslot)):
+        if side.errors:
+            non2xx = sum(r.non2xx for r in side.rounds)
+            bad = {s: n for s, n in side.statuses.items() if not s.startswith("2")}
+            sockets = _sum(r.socket_errors for r in side.rounds)
+            detail = f"statuses {bad}" if bad else "statuses above 399 (--tally breaks them down)"
+            flags.append(
+                f"{name}: {non2xx} non-2xx answers ({detail}), "
+                f"socket errors {({k: n for k, n in sockets.items() if n}) or 'none'}"
+            )
+    return flags
+
+
+def notes(rows: list[Row]) -> list[str]:
+    """What a reader of the table needs to know: errors, duplicates, answer sizes, the bare app's tails."""
+    out = [f"ERRORS in {r.backend} {r.scenario} ({r.kind}): {flag}" for r in rows for flag in r.flags]
+    pixels = []
+    for r in rows:
+        pop = r.proof_of_play
+        answered = sum(pop.values()) if pop else 0
+        if pop and answered:
+            dup = pop.get("duplicate", 0)
+            pixels.append(
+                f"{r.backend} {r.scenario}{' @ half load' if r.kind == 'half_load' else ''}: "
+                f"{pop.get('counted', 0):,} counted, {dup:,} duplicates ({dup / answered:.0%})"
+                + (f", {pop['late']:,} late" if pop.get("late") else "")
+            )
+    if pixels:
+        out.append(
+            "Pixels fire on the real ad requests made before the runs, cycling through each uuid x event "
+            "pair: the first pass counts, every later fire is a duplicate (as player retries are), so "
+            "after round 1 nearly all are duplicates. adslot's own records, before vs after each "
+            "scenario's rounds: " + "; ".join(pixels) + "."
+        )
+    for r in rows:
+        b, a = r.bare.bytes_per_response, r.adslot.bytes_per_response
+        if b and abs(a - b) > 0.1 * b:
+            out.append(
+                f"{r.backend} {r.scenario}: adslot answers {a:,.0f} bytes on average, the bare app {b:,.0f}: "
+                "they do not do the same serialization work."
+            )
+    tails = [f"{r.backend} {r.scenario} {r.bare.tail_ratio:.1f}" for r in rows if r.kind == "half_load"]
+    if tails:
+        out.append("The bare app's own p99/p50 at half load, for comparison: " + "; ".join(tails) + ".")
+    return out
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "--no-optional-locks", *args],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _loadavg() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def machine_facts(argv: list[str], wrk: str) -> Machine:
+    try:
+        nproc = len(os.sched_getaffinity(0))
+    except AttributeError:
+        nproc = os.cpu_count() or 0
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return Machine(
+        nproc=nproc,
+        cpu_count=os.cpu_count(),
+        cpu_model=_cpu_model(),
+        python=sys.version.split()[0],
+        platform=platform.platform(),
+        wrk=wrk,
+        command=" ".join(["python -m bench", *argv]),
+        date=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        git_commit=_git("rev-parse", "HEAD") or "unknown",
+        git_dirty=None if status is None else bool(status),
+        loadavg_start=_loadavg(),
+    )
+
+
+def finish(machine: Machine) -> None:
+    machine.loadavg_end = _loadavg()
+
+
+def _n(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+def _met(row: Row) -> str:
+    if row.met is None:
+        return "—" if not row.flags else "no (errors)"
+    if row.flags:
+        return "no (errors)"
+    return "yes" if row.met else "no"
+
+
+def table(rows: list[Row]) -> str:
+    lines = [
+        "| scenario | backend | bare req/s | adslot req/s | ratio | p50 µs | p99 µs | target | met |",
+        "|---|---|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for row in rows:
+        if row.kind == "max":
+            name, ratio = row.scenario, f"{row.ratio:.2f}" if row.ratio is not None else "—"
+        else:
+            name, ratio = (
+                f"{row.scenario} @ half load",
+                f"p99/p50 {row.ratio:.1f}" if row.ratio is not None else "—",
+            )
+        lines.append(
+            f"| {name} | {row.backend} | {_n(row.bare.rps)} | {_n(row.adslot.rps)} | {ratio} | "
+            f"{_n(row.adslot.p50_us)} | {_n(row.adslot.p99_us)} | {row.target} | {_met(row)} |"
+        )
+    return "\n".join(lines)
+
+
+def markdown(report: Report) -> str:
+    m, c = report.machine, report.config
+    dirty = " (with uncommitted changes)" if m.git_dirty else ""
+    out = [
+        "# adslot benchmark",
+        "",
+        f"`{m.command}` on {m.date}, commit `{m.git_commit[:12]}`{dirty}.",
+        f"{m.nproc} CPUs ({m.cpu_model}), Python {m.python}, {m.wrk.split(' Copyright')[0]}, {m.platform}; "
+        f"load average {m.loadavg_start} at the start, {m.loadavg_end} at the end.",
+        f"wrk: {c.threads} threads, {c.connections} connections, {c.duration_s} s per run, "
+        f"{c.rounds} round(s) (bare and adslot interleaved), medians over rounds; "
+        f"{c.workers} worker(s) for both servers.",
+        "",
+        table(report.rows),
+        "",
+        "ratio = adslot req/s / bare req/s at the maximum rate wrk reaches; p50/p99 are adslot's. "
+        "Half-load rows pace each server at about half of its own measured maximum (their req/s "
+        "columns are the rates reached) and compare adslot's p99 with its p50.",
+        "",
+    ]
+    backends = [f"{name}: {state}" for name, state in report.backends.items()]
+    out += ["Backends: " + "; ".join(backends) + ".", ""]
+    if report.notes:
+        out += ["Notes:", "", *(f"- {note}" for note in report.notes), ""]
+    return "\n".join(out)
+
+
+def write(report: Report, out_dir: Path) -> tuple[Path, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out_dir / "latest.json", out_dir / "latest.md"
+    json_path.write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n")
+    md_path.write_text(markdown(report))
+    return json_path, md_path

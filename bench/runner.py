@@ -1,0 +1,367 @@
+"""`python -m bench`: drive adslot and the bare app with wrk, side by side, and report the ratios.
+
+For each storage backend (SQLite in a fresh data dir; PostgreSQL in fresh schemas when reachable) it sets
+production up through the CLI, starts adslot and the bare app, makes real ad requests whose uuids the VAST and
+pixel scripts use, then runs every scenario in rounds, bare and adslot interleaved, and takes medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import tempfile
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from types import FrameType
+
+from bench import report
+from bench.postgres import drop_schemas, fresh_schemas, redacted, unreachable_reason
+from bench.report import Config, Row
+from bench.scenarios import SCENARIOS, Scenario, select
+from bench.servers import (
+    SCREEN_ID,
+    VENUE_ID,
+    Server,
+    adslot_command,
+    adslot_env,
+    bare_command,
+    bare_env,
+    free_port,
+    issue_ad_requests,
+    proof_of_play_totals,
+    running,
+    setup_production,
+)
+from bench.wrk import WrkResult, run_wrk, wrk_binary, wrk_version
+
+DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
+RESULTS = Path(__file__).resolve().parent / "results"
+QUICK = {"duration": 2, "rounds": 1, "warmup": 1, "uuids": 500}
+DEFAULTS = {"duration": 10, "rounds": 3, "warmup": 2, "uuids": 2000}
+
+
+def _seconds(raw: str) -> int:
+    text = raw.strip().lower()
+    scale = 60 if text.endswith("m") else 1
+    value = int(float(text.rstrip("sm")) * scale)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1 s")
+    return value
+
+
+def _env_pair(raw: str) -> tuple[str, str]:
+    name, sep, value = raw.partition("=")
+    if not sep or not name.startswith("ADSLOT_"):
+        raise argparse.ArgumentTypeError("expected ADSLOT_NAME=value")
+    return name, value
+
+
+@dataclass(frozen=True)
+class Options:
+    duration: int
+    rounds: int
+    warmup: int
+    connections: int
+    threads: int
+    workers: int
+    uuids: int
+    scenarios: list[Scenario]
+    half_load: bool
+    postgres: str | None
+    adslot_env: dict[str, str]
+    out: Path
+    tally: bool
+
+
+def parse_args(argv: list[str]) -> Options:
+    p = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Load-test adslot against a bare ASGI app on the same stack.",
+    )
+    p.add_argument("--duration", type=_seconds, help="seconds per wrk run (e.g. 10 or 10s; default 10)")
+    p.add_argument("--rounds", type=int, help="rounds per scenario, bare and adslot interleaved (default 3)")
+    p.add_argument(
+        "--warmup", type=_seconds, help="seconds of warm-up per server before measuring (default 2)"
+    )
+    p.add_argument("--connections", type=int, default=64, help="wrk connections (default 64)")
+    p.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
+    p.add_argument("--workers", type=int, default=1, help="server worker processes, for both (default 1)")
+    p.add_argument(
+        "--uuids", type=int, help="real ad requests made first, for VAST and pixels (default 2000)"
+    )
+    p.add_argument(
+        "--scenarios",
+        action="append",
+        help=f"comma-separated subset of: {', '.join(s.name for s in SCENARIOS)} (default all)",
+    )
+    p.add_argument("--no-half-load", action="store_true", help="skip the latency runs at half load")
+    p.add_argument("--postgres", default=DEFAULT_POSTGRES, metavar="URL", help=f"default {DEFAULT_POSTGRES}")
+    p.add_argument("--no-postgres", action="store_true", help="SQLite only")
+    p.add_argument(
+        "--adslot-env",
+        action="append",
+        type=_env_pair,
+        default=[],
+        metavar="ADSLOT_NAME=value",
+        help="extra setting for adslot (repeatable), e.g. ADSLOT_BATCH_MAX=1024",
+    )
+    p.add_argument(
+        "--tally",
+        action="store_true",
+        help="tally every status and pixel result in Lua (costs wrk ~6 µs of CPU per request)",
+    )
+    p.add_argument("--out", type=Path, default=RESULTS, help="where latest.json and latest.md go")
+    p.add_argument("--quick", action="store_true", help="smoke run: 2 s runs, 1 round, 500 uuids")
+    args = p.parse_args(argv)
+    base = QUICK if args.quick else DEFAULTS
+    for name, value in base.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if args.rounds < 1 or args.uuids < 1 or args.workers < 1 or args.threads < 1:
+        p.error("--rounds, --uuids, --workers and --threads must be at least 1")
+    if args.connections < args.threads:
+        p.error("--connections must be at least --threads")
+    names = [n.strip() for chunk in args.scenarios or [] for n in chunk.split(",") if n.strip()]
+    try:
+        selected = select(names)
+    except ValueError as exc:
+        p.error(str(exc))
+    return Options(
+        duration=args.duration,
+        rounds=args.rounds,
+        warmup=args.warmup,
+        connections=args.connections,
+        threads=args.threads,
+        workers=args.workers,
+        uuids=args.uuids,
+        scenarios=selected,
+        half_load=not args.no_half_load,
+        postgres=None if args.no_postgres else args.postgres,
+        adslot_env=dict(args.adslot_env),
+        out=args.out,
+        tally=args.tally,
+    )
+
+
+@dataclass
+class Target:
+    """One server under test, with what its wrk scripts need to know."""
+
+    name: str
+    server: Server
+    script_args: dict[str, str]
+
+
+Records = Callable[[], dict[str, int]]
+"""Reads adslot's Proof-of-Play totals (counted, duplicate, late) over the benchmark's ad requests."""
+
+
+def _delta(before: dict[str, int] | None, after: dict[str, int] | None) -> dict[str, int] | None:
+    if before is None or after is None:
+        return None
+    return {k: after[k] - before.get(k, 0) for k in after}
+
+
+class Bench:
+    def __init__(self, args: Options, wrk: str) -> None:
+        self.args = args
+        self.wrk = wrk
+        self.rows: list[Row] = []
+        self.notes: list[str] = []
+
+    def run(
+        self, targets: list[Target], scenario: Scenario, delay_ms: dict[str, float] | None = None
+    ) -> dict[str, list[WrkResult]]:
+        """Every round runs each target once, in turn (bare, adslot, bare, adslot ...)."""
+        results: dict[str, list[WrkResult]] = {t.name: [] for t in targets}
+        label = scenario.name + (" @ half load" if delay_ms else "")
+        for round_no in range(1, self.args.rounds + 1):
+            for target in targets:
+                extra = {"delay_ms": f"{delay_ms[target.name]:.3f}"} if delay_ms else {}
+                if self.args.tally:
+                    extra["tally"] = "1"
+                result = self.wrk_run(target, scenario, self.args.duration, extra)
+                results[target.name].append(result)
+                errors = f"  ERRORS {result.error_count} {result.statuses}" if result.error_count else ""
+                print(
+                    f"    {label:<28} round {round_no}/{self.args.rounds} {target.name:<6} "
+                    f"{result.rps:>10,.0f} req/s  p50 {result.p50_us:>7,} µs  "
+                    f"p99 {result.p99_us:>8,} µs{errors}",
+                    flush=True,
+                )
+        return results
+
+    def wrk_run(self, target: Target, scenario: Scenario, duration: int, extra: dict[str, str]) -> WrkResult:
+        return run_wrk(
+            self.wrk,
+            target.server.url,
+            scenario.script,
+            duration_s=duration,
+            connections=self.args.connections,
+            threads=self.args.threads,
+            script_args={**target.script_args, **scenario.args, **extra},
+        )
+
+    def scenario(
+        self, backend: str, targets: list[Target], scenario: Scenario, records: Records | None
+    ) -> None:
+        """Max-rate rounds, then (for the latency scenarios) calibrated rounds at about half that rate."""
+        before = records() if records else None
+        measured = self.run(targets, scenario)
+        row = report.max_row(scenario, backend, measured["bare"], measured["adslot"])
+        row.proof_of_play = _delta(before, records() if records else None)
+        self.rows.append(row)
+        print(f"  {scenario.name}: ratio {row.ratio:.2f} (target {row.target})", flush=True)
+        if scenario.half_load and self.args.half_load:
+            rates = {name: 0.5 * report.Side.of(results).rps for name, results in measured.items()}
+            if min(rates.values()) <= 0:
+                self.notes.append(f"{backend} {scenario.name}: no half-load run, a server reached 0 req/s")
+                return
+            delay = {t.name: self.calibrate(t, scenario, rates[t.name]) for t in targets}
+            before = records() if records else None
+            paced = self.run(targets, scenario, delay)
+            half = report.half_load_row(scenario, backend, paced["bare"], paced["adslot"], rates, delay)
+            half.proof_of_play = _delta(before, records() if records else None)
+            self.rows.append(half)
+            print(f"  {scenario.name} @ half load: adslot p99/p50 {half.ratio:.1f}", flush=True)
+
+    def calibrate(self, target: Target, scenario: Scenario, rate: float) -> float:
+        """The per-connection delay (ms) that paces `target` at about `rate` req/s.
+
+        connections * 1000 / delay would be exact if answers took no time; a short trial run measures how
+        long they do take at that pace, and the delay is shortened by that much.
+        """
+        cycle_ms = self.args.connections * 1000 / rate
+        trial_s = min(3, self.args.duration)
+        trial = self.wrk_run(target, scenario, trial_s, {"delay_ms": f"{cycle_ms:.3f}"})
+        if trial.rps <= 0:
+            return cycle_ms
+        answer_ms = self.args.connections * 1000 / trial.rps - cycle_ms
+        return max(0.5, cycle_ms - max(0.0, answer_ms))
+
+    def backend(self, backend: str, postgres_url: str | None, work: Path) -> None:
+        work.mkdir(parents=True)
+        schemas = fresh_schemas() if postgres_url else None
+        adslot_port, bare_port = free_port(), free_port()
+        env = adslot_env(
+            work / "data",
+            adslot_port,
+            postgres_url=postgres_url,
+            schemas=schemas,
+            extra=self.args.adslot_env,
+        )
+        where = f"schemas {schemas[0]}, {schemas[1]}" if schemas else f"{work / 'data'}"
+        print(f"[{backend}] production set up through the CLI ({where})", flush=True)
+        try:
+            key = setup_production(env)
+            with ExitStack() as stack:
+                workers = self.args.workers
+                adslot = stack.enter_context(
+                    running(
+                        "adslot", adslot_command(adslot_port, workers), env, adslot_port, work / "adslot.log"
+                    )
+                )
+                bare = stack.enter_context(
+                    running(
+                        "bare",
+                        bare_command(bare_port, workers),
+                        bare_env(bare_port),
+                        bare_port,
+                        work / "bare.log",
+                    )
+                )
+                print(f"[{backend}] adslot on {adslot.url}, bare app on {bare.url}, {workers} worker(s) each")
+                uuids: dict[str, list[str]] = {}
+                for name in sorted({s.uuid_set for s in self.args.scenarios}):
+                    uuids[name] = issue_ad_requests(adslot.url, key, self.args.uuids)
+                    (work / f"uuids-{name}.txt").write_text("\n".join(uuids[name]) + "\n")
+                    print(f"[{backend}] {self.args.uuids:,} real ad requests issued for the {name} uuid list")
+                common = {"venue": VENUE_ID, "screen": SCREEN_ID}
+                targets = [
+                    Target("bare", bare, {**common, "key": "unused"}),
+                    Target("adslot", adslot, {**common, "key": key}),
+                ]
+                warm = SCENARIOS[0]
+                for target in targets:
+                    self.wrk_run(target, warm, self.args.warmup, {})
+                for scenario in self.args.scenarios:
+                    uuid_file = {"uuids": str(work / f"uuids-{scenario.uuid_set}.txt")}
+                    with_uuids = [Target(t.name, t.server, {**t.script_args, **uuid_file}) for t in targets]
+                    records = partial(proof_of_play_totals, adslot.url, key, uuids[scenario.uuid_set])
+                    self.scenario(backend, with_uuids, scenario, records if scenario.pixels else None)
+        finally:
+            if postgres_url and schemas:
+                drop_schemas(postgres_url, schemas)
+                print(f"[{backend}] dropped schemas {', '.join(schemas)}")
+
+
+def _terminate(signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    wrk = wrk_binary()
+    if wrk is None:
+        print("wrk not found on PATH: install it (apt-get install wrk)", file=sys.stderr)
+        return 2
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    machine = report.machine_facts(argv, wrk_version(wrk))
+    config = Config(
+        duration_s=args.duration,
+        warmup_s=args.warmup,
+        connections=args.connections,
+        threads=args.threads,
+        rounds=args.rounds,
+        workers=args.workers,
+        uuids=args.uuids,
+        scenarios=[s.name for s in args.scenarios],
+        half_load=args.half_load,
+        postgres_url=redacted(args.postgres),
+        adslot_env=args.adslot_env,
+        tally=args.tally,
+    )
+    backends: dict[str, str] = {"sqlite": "pending"}
+    plan: list[tuple[str, str | None]] = [("sqlite", None)]
+    if args.postgres is None:
+        backends["postgres"] = "skipped (--no-postgres)"
+    else:
+        reason = unreachable_reason(args.postgres)
+        if reason:
+            backends["postgres"] = f"skipped, unreachable at {redacted(args.postgres)} ({reason})"
+            print(f"note: PostgreSQL {backends['postgres']}", flush=True)
+        else:
+            backends["postgres"] = "pending"
+            plan.append(("postgres", args.postgres))
+    bench = Bench(args, wrk)
+    failed = False
+    try:
+        with tempfile.TemporaryDirectory(prefix="adslot-bench-") as tmp:
+            for backend, url in plan:
+                try:
+                    bench.backend(backend, url, Path(tmp) / backend)
+                    backends[backend] = "ran"
+                except Exception as exc:  # one backend failing must not lose the other's results
+                    failed = True
+                    backends[backend] = f"failed: {str(exc).splitlines()[0]}"
+                    print(f"[{backend}] FAILED: {exc}", file=sys.stderr, flush=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    report.finish(machine)
+    bench.notes[:0] = report.notes(bench.rows)
+    if machine.loadavg_start and machine.loadavg_start[0] > 0.5 * machine.nproc:
+        bench.notes.append(
+            f"The machine was busy at the start (load average {machine.loadavg_start[0]} on "
+            f"{machine.nproc} CPUs): absolute numbers are noisy; ratios, measured interleaved, less so."
+        )
+    result = report.Report(machine, config, backends, bench.rows, bench.notes)
+    json_path, md_path = report.write(result, args.out)
+    print()
+    print(report.markdown(result))
+    print(f"written: {json_path}, {md_path}")
+    return 1 if failed else 0

@@ -1,0 +1,81 @@
+"""The benchmark's scenarios: which Lua script drives which endpoint, and the target adslot must meet.
+
+Targets are ratios of adslot's throughput to the bare app's on the same machine in the same run (the
+speed targets of architecture.md), plus p99 <= 4 x p50 when driven at about half of the measured maximum.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+HALF_LOAD_P99_OVER_P50 = 4.0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    script: str
+    description: str
+    target_ratio: float | None
+    half_load: bool = False
+    pixels: bool = False
+    uuid_set: str = "shared"
+    """Which list of real ad requests the script uses: the mix has its own, so its pixels start unfired."""
+    """Fires pixels: adslot's records are read before and after to count first fires and duplicates."""
+    args: dict[str, str] = field(default_factory=dict)
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        "ad_request_json",
+        "ad_request.lua",
+        "POST /api/v1/ad/request?format=json (VAST wrapper in the JSON envelope)",
+        0.5,
+        half_load=True,
+        args={"format": "json"},
+    ),
+    Scenario(
+        "ad_request_xml",
+        "ad_request.lua",
+        "POST /api/v1/ad/request?format=xml (the VAST wrapper itself)",
+        0.5,
+        args={"format": "xml"},
+    ),
+    Scenario("vast", "vast.lua", "GET /api/v1/ad/vast/<uuid> (inline VAST of a real ad request)", 0.6),
+    Scenario(
+        "impression",
+        "impression.lua",
+        "GET /api/v1/ad/callback/?ad_request_uuid= (impression pixel)",
+        0.7,
+        half_load=True,
+        pixels=True,
+    ),
+    Scenario(
+        "tracking",
+        "tracking.lua",
+        "GET /api/v1/ad/tracking/video/?ad_request_uuid=&event= (5 quartile events in turn)",
+        0.7,
+        pixels=True,
+    ),
+    Scenario(
+        "mix",
+        "mix.lua",
+        "1 ad request : 1 inline VAST : 6 pixels, as players send them",
+        None,
+        args={"format": "json"},
+        pixels=True,
+        uuid_set="mix",
+    ),
+)
+
+BY_NAME = {s.name: s for s in SCENARIOS}
+
+
+def select(names: list[str] | None) -> list[Scenario]:
+    """The named scenarios in their canonical order (ad requests first, then VAST, pixels, mix)."""
+    if not names:
+        return list(SCENARIOS)
+    unknown = sorted(set(names) - BY_NAME.keys())
+    if unknown:
+        raise ValueError(f"unknown scenario(s): {', '.join(unknown)}; known: {', '.join(BY_NAME)}")
+    return [s for s in SCENARIOS if s.name in names]

@@ -1,0 +1,326 @@
+"""The processes under test: adslot (`adslot serve`) and the bare app, each in its own process group.
+
+Both bind 127.0.0.1 only and run on the same stack (uvicorn, uvloop, httptools, no access log, same worker
+count). Every process started here is stopped by its process-group id when its `with` block ends, also on
+Ctrl-C or an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+HOST = "127.0.0.1"
+VENUE_ID = "bench-venue"
+SCREEN_ID = "bench-screen"
+ACCOUNT = "bench"
+PROBE_PATH = "/api/v1/ad/vast/00000000-0000-0000-0000-000000000000"
+LONG_SECONDS = 6 * 3600
+"""Play-time lead and play window for the run: nothing the benchmark issued may expire while it runs."""
+
+
+class ServerError(RuntimeError):
+    """A server did not start, or a setup step failed."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    name: str
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+
+def _stop(process: subprocess.Popen[bytes], grace_s: float = 15) -> None:
+    """SIGTERM the process group we created (graceful: adslot drains its writer), then SIGKILL it."""
+    if process.poll() is not None:
+        _kill_group(process.pid, signal.SIGKILL)
+        return
+    _kill_group(process.pid, signal.SIGTERM)
+    with suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=grace_s)
+    _kill_group(process.pid, signal.SIGKILL)
+    with suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=5)
+
+
+def _kill_group(pgid: int, sig: signal.Signals) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _wait_ready(server: Server, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    ok = 0
+    with httpx.Client(timeout=2) as client:
+        while ok < 3:
+            if server.process.poll() is not None:
+                raise ServerError(
+                    f"{server.name} exited with {server.process.returncode}:\n{server.log_tail()}"
+                )
+            if time.monotonic() > deadline:
+                raise ServerError(
+                    f"{server.name} did not answer within {timeout_s:.0f} s:\n{server.log_tail()}"
+                )
+            try:
+                client.get(server.url + PROBE_PATH)
+                ok += 1
+            except httpx.HTTPError:
+                time.sleep(0.1)
+
+
+@contextmanager
+def running(name: str, command: list[str], env: Mapping[str, str], port: int, log: Path) -> Iterator[Server]:
+    """Start a server in its own process group, wait until it answers, and always stop it afterwards."""
+    with log.open("wb") as log_file:
+        process = subprocess.Popen(
+            command,
+            cwd=REPO,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    server = Server(name, f"http://{HOST}:{port}", process, log)
+    try:
+        _wait_ready(server)
+        yield server
+    finally:
+        _stop(process)
+
+
+def base_env() -> dict[str, str]:
+    """The caller's environment without ADSLOT_* settings, so only what the benchmark sets applies."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ADSLOT_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def adslot_env(
+    data_dir: Path,
+    port: int,
+    *,
+    postgres_url: str | None,
+    schemas: tuple[str, str] | None,
+    extra: Mapping[str, str],
+) -> dict[str, str]:
+    env = base_env()
+    env |= {
+        "ADSLOT_DATA_DIR": str(data_dir),
+        "ADSLOT_HOST": HOST,
+        "ADSLOT_PORT": str(port),
+        "ADSLOT_PLAY_TIME_MAX_LEAD_SECONDS": str(LONG_SECONDS),
+        "ADSLOT_PLAY_WINDOW_SECONDS": str(LONG_SECONDS),
+    }
+    if postgres_url:
+        assert schemas is not None
+        env |= {
+            "ADSLOT_DATABASE_URL": postgres_url,
+            "ADSLOT_DATABASE_SCHEMA": schemas[0],
+            "ADSLOT_SANDBOX_DATABASE_SCHEMA": schemas[1],
+        }
+    env |= extra
+    return env
+
+
+def _cli(env: Mapping[str, str], *args: str) -> str:
+    command = [sys.executable, "-m", "adslot.cli", *args]
+    out = subprocess.run(
+        command, cwd=REPO, env=dict(env), capture_output=True, text=True, timeout=120, check=False
+    )
+    if out.returncode != 0:
+        raise ServerError(f"`adslot {' '.join(args)}` failed ({out.returncode}):\n{out.stderr}{out.stdout}")
+    return out.stdout
+
+
+def setup_production(env: Mapping[str, str]) -> str:
+    """Register a venue, an advertiser, a live campaign with one creative and an account key; return the key.
+
+    Done through the CLI, as an operator would, before the server starts.
+    """
+    now = int(time.time())
+    _cli(env, "venues", "add", "--venue-id", VENUE_ID, "--name", "Bench venue", "--timezone", "UTC")
+    advertiser = json.loads(_cli(env, "campaigns", "add-advertiser", "--name", "BenchCo"))
+    campaign = json.loads(
+        _cli(
+            env,
+            "campaigns",
+            "add",
+            "--advertiser-id",
+            str(advertiser["id"]),
+            "--name",
+            "Bench campaign",
+            "--start-at",
+            str(now - 3600),
+            "--end-at",
+            str(now + 30 * 86400),
+            "--venue",
+            VENUE_ID,
+        )
+    )
+    _cli(
+        env,
+        "campaigns",
+        "add-creative",
+        "--campaign-id",
+        str(campaign["id"]),
+        "--name",
+        "Bench 15s",
+        "--media-url",
+        "https://cdn.example.com/bench.mp4",
+        "--width",
+        "1920",
+        "--height",
+        "1080",
+        "--duration-seconds",
+        "15",
+        "--bitrate-kbps",
+        "4000",
+    )
+    key = _cli(env, "keys", "create", "--env", "production", "--account", ACCOUNT).strip().splitlines()[0]
+    if not key.startswith("ssp_live_"):
+        raise ServerError(f"unexpected key output: {key!r}")
+    return key
+
+
+def adslot_command(port: int, workers: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "adslot.cli",
+        "serve",
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+    ]
+
+
+def bare_command(port: int, workers: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "bench.bare_app:app",
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--loop",
+        "uvloop",
+        "--http",
+        "httptools",
+        "--no-access-log",
+        "--log-level",
+        "warning",
+        "--lifespan",
+        "on",
+    ]
+
+
+def bare_env(port: int) -> dict[str, str]:
+    return base_env() | {"BENCH_BARE_BASE_URL": f"http://{HOST}:{port}"}
+
+
+def ad_request_body(play_time: int) -> dict[str, object]:
+    return {"venue_id": VENUE_ID, "screen_id": SCREEN_ID, "play_time": play_time}
+
+
+async def _issue(url: str, key: str, count: int, concurrency: int) -> list[str]:
+    headers = {"Ssp-Key": key}
+    body = ad_request_body(int(time.time()) + 60)
+    uuids: list[str] = []
+    failures: list[str] = []
+    next_index = 0
+
+    async def worker(client: httpx.AsyncClient) -> None:
+        nonlocal next_index
+        while next_index < count and not failures:
+            next_index += 1
+            response = await client.post(f"{url}/api/v1/ad/request?format=json", json=body, headers=headers)
+            if response.status_code != 200:
+                failures.append(f"{response.status_code} {response.text[:300]}")
+                return
+            uuids.append(response.json()["data"]["ad_request_uuid"])
+
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(timeout=30, limits=limits) as client:
+        await asyncio.gather(*(worker(client) for _ in range(concurrency)))
+    if failures:
+        raise ServerError(f"ad request failed while issuing the benchmark's ad requests: {failures[0]}")
+    return uuids
+
+
+async def _records(url: str, key: str, uuids: list[str], concurrency: int) -> dict[str, int]:
+    totals = {"counted": 0, "duplicate": 0, "late": 0}
+    queue = list(uuids)
+
+    async def worker(client: httpx.AsyncClient) -> None:
+        while queue:
+            uuid = queue.pop()
+            response = await client.get(f"{url}/api/v1/ad/request/{uuid}", headers={"Ssp-Key": key})
+            response.raise_for_status()
+            data = response.json()["data"]
+            totals["counted"] += sum(1 for at in data["events"].values() if at is not None)
+            totals["duplicate"] += data["duplicate_count"]
+            totals["late"] += data["late_count"]
+
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(timeout=30, limits=limits) as client:
+        await asyncio.gather(*(worker(client) for _ in range(concurrency)))
+    return totals
+
+
+def proof_of_play_totals(url: str, key: str, uuids: list[str], concurrency: int = 16) -> dict[str, int]:
+    """Counted events, duplicates and late fires over the given ad requests, from adslot's own records."""
+
+    async def bounded() -> dict[str, int]:
+        return await asyncio.wait_for(_records(url, key, uuids, concurrency), 300)
+
+    return asyncio.run(bounded())
+
+
+def issue_ad_requests(
+    url: str, key: str, count: int, concurrency: int = 32, timeout_s: float = 300
+) -> list[str]:
+    """Make `count` real ad requests (as a player would); their uuids feed the VAST and pixel scripts."""
+
+    async def bounded() -> list[str]:
+        return await asyncio.wait_for(_issue(url, key, count, concurrency), timeout_s)
+
+    uuids = asyncio.run(bounded())
+    with httpx.Client(timeout=10) as client:
+        response = client.get(f"{url}/api/v1/ad/vast/{uuids[0]}")
+        if response.status_code != 200 or "<InLine>" not in response.text:
+            raise ServerError(f"the inline VAST of an issued ad request answered {response.status_code}")
+    return uuids
