@@ -31,8 +31,9 @@ from adslot.ledger.store import (
 
 SELECT = SELECT_ONE + "?"
 INSERT = f"INSERT INTO ad_requests ({INSERT_COLUMNS}) VALUES ({', '.join('?' * len(ISSUE_COLUMNS))})"
-FIRST_FIRE = (
-    "INSERT INTO pop_fires (ad_request_id, event, layer, at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
+FIRST_FIRES = (
+    "INSERT INTO pop_fires (ad_request_id, event, layer, at) VALUES {values} "
+    "ON CONFLICT DO NOTHING RETURNING ad_request_id, event, layer"
 )
 UPDATE = (
     "UPDATE ad_requests SET "
@@ -74,9 +75,16 @@ def _apply_fires(conn: sqlite3.Connection, fires: list[Fire]) -> list[Verdict]:
     current = _current(conn, list({f.ad_request_id for f in fires}))
     keys = candidates(fires, current)
     fresh: set[FireKey] = set()
-    for key, at in zip(keys, first_fire_times(fires, keys), strict=True):
-        if conn.execute(FIRST_FIRE, (key[0].hex, key[1], key[2], at)).rowcount == 1:
-            fresh.add(key)
+    times = first_fire_times(fires, keys)
+    for i in range(0, len(keys), STATE_CHUNK):
+        chunk = keys[i : i + STATE_CHUNK]
+        params = [
+            v
+            for key, at in zip(chunk, times[i : i + STATE_CHUNK], strict=True)
+            for v in (key[0].hex, *key[1:], at)
+        ]
+        rows = conn.execute(FIRST_FIRES.format(values=", ".join(["(?, ?, ?, ?)"] * len(chunk))), params)
+        fresh.update((uuid.UUID(hex=r[0]), r[1], r[2]) for r in rows)
     verdicts, changes = resolve(fires, current, fresh)
     conn.executemany(UPDATE, [(*change_values(c), ident.hex) for ident, c in changes.items()])
     return verdicts
