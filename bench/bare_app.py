@@ -18,14 +18,9 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
-# adslot ships no py.typed marker, so mypy sees it as untyped when it is not on its source path.
-from adslot import __version__  # type: ignore[import-untyped, unused-ignore]
-from adslot.vast.inline import (  # type: ignore[import-untyped, unused-ignore]
-    InlineCreative,
-    MediaFile,
-    build_inline,
-)
-from adslot.vast.wrapper import build_wrapper  # type: ignore[import-untyped, unused-ignore]
+from adslot import __version__
+from adslot.vast.inline import InlineCreative, MediaFile, build_inline
+from adslot.vast.wrapper import build_wrapper
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 import platform
 import statistics
@@ -91,6 +92,8 @@ class Machine(msgspec.Struct):
     git_dirty: bool | None
     loadavg_start: list[float]
     loadavg_end: list[float] = msgspec.field(default_factory=list)
+    git_diff_sha256: str | None = None
+    """Identifies the uncommitted changes (tracked files) the run measured, when the tree was dirty."""
 
 
 class Config(msgspec.Struct):
@@ -218,6 +221,15 @@ def _git(*args: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+def _diff_digest() -> str | None:
+    try:
+        command = ["git", "--no-optional-locks", "diff", "HEAD"]
+        out = subprocess.run(command, cwd=REPO, capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return hashlib.sha256(out.stdout).hexdigest()[:16] if out.returncode == 0 else None
+
+
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -252,6 +264,7 @@ def machine_facts(argv: list[str], wrk: str) -> Machine:
         date=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         git_commit=_git("rev-parse", "HEAD") or "unknown",
         git_dirty=None if status is None else bool(status),
+        git_diff_sha256=_diff_digest() if status else None,
         loadavg_start=_loadavg(),
     )
 
@@ -294,7 +307,7 @@ def table(rows: list[Row]) -> str:
 
 def markdown(report: Report) -> str:
     m, c = report.machine, report.config
-    dirty = " (with uncommitted changes)" if m.git_dirty else ""
+    dirty = f" (with uncommitted changes, diff sha256 {m.git_diff_sha256})" if m.git_dirty else ""
     out = [
         "# adslot benchmark",
         "",

@@ -18,7 +18,8 @@ from functools import partial
 from pathlib import Path
 from types import FrameType
 
-from bench import report
+from adslot.settings import load_settings
+from bench import growth, report
 from bench.postgres import drop_schemas, fresh_schemas, redacted, unreachable_reason
 from bench.report import Config, Row
 from bench.scenarios import SCENARIOS, Scenario, select
@@ -75,6 +76,7 @@ class Options:
     adslot_env: dict[str, str]
     out: Path
     tally: bool
+    preload: int = 0
 
 
 def parse_args(argv: list[str]) -> Options:
@@ -114,6 +116,13 @@ def parse_args(argv: list[str]) -> Options:
         action="store_true",
         help="tally every status and pixel result in Lua (costs wrk ~6 µs of CPU per request)",
     )
+    p.add_argument(
+        "--preload",
+        type=int,
+        default=0,
+        metavar="N",
+        help="bulk-load N played ad requests with their events before adslot starts (growth runs)",
+    )
     p.add_argument("--out", type=Path, default=RESULTS, help="where latest.json and latest.md go")
     p.add_argument("--quick", action="store_true", help="smoke run: 2 s runs, 1 round, 500 uuids")
     args = p.parse_args(argv)
@@ -144,6 +153,7 @@ def parse_args(argv: list[str]) -> Options:
         adslot_env=dict(args.adslot_env),
         out=args.out,
         tally=args.tally,
+        preload=args.preload,
     )
 
 
@@ -246,34 +256,30 @@ class Bench:
     def backend(self, backend: str, postgres_url: str | None, work: Path) -> None:
         work.mkdir(parents=True)
         schemas = fresh_schemas() if postgres_url else None
-        adslot_port, bare_port = free_port(), free_port()
-        env = adslot_env(
-            work / "data",
-            adslot_port,
-            postgres_url=postgres_url,
-            schemas=schemas,
-            extra=self.args.adslot_env,
-        )
+        workers = self.args.workers
+
+        def adslot_launch(port: int) -> tuple[list[str], dict[str, str]]:
+            env = adslot_env(
+                work / "data", port, postgres_url=postgres_url, schemas=schemas, extra=self.args.adslot_env
+            )
+            return adslot_command(port, workers), env
+
+        def bare_launch(port: int) -> tuple[list[str], dict[str, str]]:
+            return bare_command(port, workers), bare_env(port)
+
         where = f"schemas {schemas[0]}, {schemas[1]}" if schemas else f"{work / 'data'}"
         print(f"[{backend}] production set up through the CLI ({where})", flush=True)
         try:
-            key = setup_production(env)
+            key = setup_production(adslot_launch(free_port())[1])
+            if self.args.preload:
+                env = load_settings(adslot_launch(free_port())[1]).environment("production")
+                took = growth.load(env, self.args.preload, account_id=1, campaign_id=1, creative_id=1)
+                note = f"{backend}: {self.args.preload:,} ad requests with events preloaded in {took:.0f} s"
+                print(f"[{note}]", flush=True)
+                self.notes.append(note)
             with ExitStack() as stack:
-                workers = self.args.workers
-                adslot = stack.enter_context(
-                    running(
-                        "adslot", adslot_command(adslot_port, workers), env, adslot_port, work / "adslot.log"
-                    )
-                )
-                bare = stack.enter_context(
-                    running(
-                        "bare",
-                        bare_command(bare_port, workers),
-                        bare_env(bare_port),
-                        bare_port,
-                        work / "bare.log",
-                    )
-                )
+                adslot = stack.enter_context(running("adslot", adslot_launch, work / "adslot.log", key))
+                bare = stack.enter_context(running("bare", bare_launch, work / "bare.log", key))
                 print(f"[{backend}] adslot on {adslot.url}, bare app on {bare.url}, {workers} worker(s) each")
                 uuids: dict[str, list[str]] = {}
                 for name in sorted({s.uuid_set for s in self.args.scenarios}):

@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +27,6 @@ HOST = "127.0.0.1"
 VENUE_ID = "bench-venue"
 SCREEN_ID = "bench-screen"
 ACCOUNT = "bench"
-PROBE_PATH = "/api/v1/ad/vast/00000000-0000-0000-0000-000000000000"
 LONG_SECONDS = 6 * 3600
 """Play-time lead and play window for the run: nothing the benchmark issued may expire while it runs."""
 
@@ -74,45 +73,67 @@ def _kill_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-def _wait_ready(server: Server, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    ok = 0
-    with httpx.Client(timeout=2) as client:
-        while ok < 3:
-            if server.process.poll() is not None:
-                raise ServerError(
-                    f"{server.name} exited with {server.process.returncode}:\n{server.log_tail()}"
-                )
-            if time.monotonic() > deadline:
-                raise ServerError(
-                    f"{server.name} did not answer within {timeout_s:.0f} s:\n{server.log_tail()}"
-                )
-            try:
-                client.get(server.url + PROBE_PATH)
-                ok += 1
-            except httpx.HTTPError:
-                time.sleep(0.1)
+Launch = Callable[[int], tuple[list[str], dict[str, str]]]
+"""Command and environment of a server, given the port it is to bind."""
 
 
-@contextmanager
-def running(name: str, command: list[str], env: Mapping[str, str], port: int, log: Path) -> Iterator[Server]:
-    """Start a server in its own process group, wait until it answers, and always stop it afterwards."""
-    with log.open("wb") as log_file:
+def is_ours(client: httpx.Client, url: str, key: str) -> bool:
+    """An ad request with the run's key fills, with VAST links to this URL: the server is the one we started.
+
+    Other servers come and go on a shared machine; a port picked free may be taken before a slow-starting
+    server binds it, and then a bare "does it answer" would measure someone else's process.
+    """
+    body = ad_request_body(int(time.time()) + 60)
+    response = client.post(f"{url}/api/v1/ad/request?format=json", json=body, headers={"Ssp-Key": key})
+    return response.status_code == 200 and f"{url}/api/v1/ad/vast/" in response.text
+
+
+def _start(name: str, launch: Launch, log: Path, key: str, timeout_s: float) -> Server:
+    port = free_port()
+    command, env = launch(port)
+    with log.open("ab") as log_file:
         process = subprocess.Popen(
             command,
             cwd=REPO,
-            env=dict(env),
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=log_file,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     server = Server(name, f"http://{HOST}:{port}", process, log)
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client(timeout=5) as client:
+        while process.poll() is None and time.monotonic() < deadline:
+            try:
+                if is_ours(client, server.url, key):
+                    return server
+                break  # another process answers on this port
+            except httpx.HTTPError:
+                time.sleep(0.1)
+    _stop(process)
+    code = process.returncode
+    raise ServerError(f"{name} on port {port} did not start (exit {code}):\n{server.log_tail()}")
+
+
+@contextmanager
+def running(name: str, launch: Launch, log: Path, key: str, attempts: int = 3) -> Iterator[Server]:
+    """Start a server in its own process group, check it is ours and answers, and always stop it afterwards.
+
+    A start that fails (the port was taken meanwhile, or another server answers there) is retried on a new
+    port.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            server = _start(name, launch, log, key, timeout_s=60)
+            break
+        except ServerError:
+            if attempt == attempts:
+                raise
     try:
-        _wait_ready(server)
         yield server
     finally:
-        _stop(process)
+        _stop(server.process)
 
 
 def base_env() -> dict[str, str]:
