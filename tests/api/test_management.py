@@ -123,6 +123,22 @@ def test_a_new_venue_and_campaign_fill_ad_requests_without_a_restart(
         ("post", "/api/v1/advertisers", {"name": 5}, 400, "invalid_field", "name"),
         (
             "post",
+            "/api/v1/advertisers",
+            {"name": "long", "category": "c" * 65},
+            400,
+            "invalid_field",
+            "category",
+        ),
+        (
+            "post",
+            "/api/v1/venues",
+            {"venue_id": "v", "name": "x", "venue_type": "t" * 65},
+            400,
+            "invalid_field",
+            "venue_type",
+        ),
+        (
+            "post",
             "/api/v1/campaigns",
             {"advertiser_id": 999999, "name": "c", "start_at": 1, "end_at": 2},
             422,

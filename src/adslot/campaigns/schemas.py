@@ -7,6 +7,8 @@ from typing import Annotated, Literal
 import msgspec
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")]
+Label = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f\x7f]+$")]
+"""Short labels (advertiser category, venue type): their columns hold 64 characters."""
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")]
 Epoch = Annotated[int, msgspec.Meta(ge=0, le=253402300799)]
 Positive = Annotated[int, msgspec.Meta(ge=1, le=100_000)]
@@ -17,7 +19,7 @@ CampaignStatus = Literal["active", "paused", "archived"]
 
 class AdvertiserIn(msgspec.Struct, forbid_unknown_fields=True):
     name: Name
-    category: Name | None = None
+    category: Label | None = None
 
 
 class Advertiser(msgspec.Struct):

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import msgspec
 
-from adslot.campaigns.schemas import Id, Name
+from adslot.campaigns.schemas import Id, Label, Name
 
 Timezone = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_+\-/]+$")]
 Latitude = Annotated[float, msgspec.Meta(ge=-90, le=90)]
@@ -20,7 +20,7 @@ class VenueIn(msgspec.Struct, forbid_unknown_fields=True):
     timezone: Timezone = "UTC"
     latitude: Latitude | None = None
     longitude: Longitude | None = None
-    venue_type: Name | None = None
+    venue_type: Label | None = None
 
 
 class VenuePatch(msgspec.Struct, forbid_unknown_fields=True):
@@ -28,7 +28,7 @@ class VenuePatch(msgspec.Struct, forbid_unknown_fields=True):
     timezone: Timezone | None = None
     latitude: Latitude | None = None
     longitude: Longitude | None = None
-    venue_type: Name | None = None
+    venue_type: Label | None = None
 
 
 class ScreenIn(msgspec.Struct, forbid_unknown_fields=True):
