@@ -4,18 +4,25 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
 
 from adslot.app import STOPPED_CLEANLY
 from adslot.settings import Settings
 from tests.conftest import drop_schemas, free_port, make_settings
+
+T = TypeVar("T")
 
 
 def cli(environ: dict[str, str], *args: str) -> str:
@@ -134,3 +141,68 @@ def served_setup(backend: str, tmp_path: Path) -> Iterator[tuple[Server, str, Se
         server.kill()
     if schemas:
         drop_schemas(schemas)
+
+
+@dataclass
+class Acked:
+    """What the server acknowledged: ad request uuids and, per uuid, the result of its impression fires."""
+
+    requests: list[str] = field(default_factory=list)
+    impressions: dict[str, list[str]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def load_until(server: Server, key: str, acked: Acked, stop_server: Callable[[], T], min_new: int) -> T:
+    """Eight players request ads and fire impressions (some twice) until `stop_server` (kill or terminate).
+
+    `stop_server` runs once at least `min_new` ad requests were acknowledged, so that every round stops a
+    server under load however slow the machine is; its result is returned.
+    """
+    stop = threading.Event()
+    before = len(acked.requests)
+
+    def player(seed: int) -> None:
+        rng = random.Random(seed)
+        with httpx.Client(timeout=5) as client:
+            for _ in range(2000):  # bounded
+                if stop.is_set():
+                    return
+                try:
+                    r = client.post(
+                        f"{server.url}/api/v1/ad/request",
+                        headers={"Ssp-Key": key},
+                        json={"venue_id": "lobby", "play_time": int(time.time()) + 30},
+                    )
+                    if r.status_code != 200:
+                        continue
+                    uuid = r.json()["data"]["ad_request_uuid"]
+                    with acked.lock:
+                        acked.requests.append(uuid)
+                    for _ in range(rng.choice((1, 1, 2))):
+                        p = client.get(f"{server.url}/api/v1/ad/callback/?ad_request_uuid={uuid}")
+                        if p.status_code == 200:
+                            with acked.lock:
+                                acked.impressions.setdefault(uuid, []).append(p.json()["data"]["result"])
+                except httpx.TransportError:
+                    return
+
+    with ThreadPoolExecutor(8) as pool:
+        futures = [pool.submit(player, seed) for seed in range(8)]
+        deadline = time.monotonic() + 60
+        while len(acked.requests) - before < min_new and time.monotonic() < deadline:
+            time.sleep(0.01)
+        result = stop_server()
+        stop.set()
+        for f in futures:
+            f.result()
+    return result
+
+
+def records_via_api(server: Server, key: str, uuids: list[str]) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    with httpx.Client(timeout=10) as client:
+        for uuid in uuids:
+            r = client.get(f"{server.url}/api/v1/ad/request/{uuid}", headers={"Ssp-Key": key})
+            if r.status_code == 200:
+                found[uuid] = r.json()["data"]
+    return found

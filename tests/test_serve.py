@@ -3,58 +3,25 @@
 from __future__ import annotations
 
 import signal
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
 from adslot.settings import Settings
-from tests.served import Server
+from tests.served import Acked, Server, load_until, records_via_api
 
 
 def test_sigterm_drains_in_flight_writes_and_exits_cleanly(served: tuple[Server, str, Settings]) -> None:
     server, key, _ = served
     server.start()
-    acked: list[str] = []
-    lock = threading.Lock()
-    stop = threading.Event()
-
-    def player() -> None:
-        with httpx.Client(timeout=10) as client:
-            for _ in range(2000):  # bounded
-                if stop.is_set():
-                    return
-                try:
-                    r = client.post(
-                        f"{server.url}/api/v1/ad/request",
-                        headers={"Ssp-Key": key},
-                        json={"venue_id": "lobby", "play_time": int(time.time()) + 30},
-                    )
-                except httpx.TransportError:
-                    return
-                if r.status_code == 200:
-                    with lock:
-                        acked.append(r.json()["data"]["ad_request_uuid"])
-
-    with ThreadPoolExecutor(8) as pool:
-        futures = [pool.submit(player) for _ in range(8)]
-        deadline = time.monotonic() + 60
-        while len(acked) < 20 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        code = server.terminate()
-        stop.set()
-        for f in futures:
-            f.result()
+    acked = Acked()
+    code = load_until(server, key, acked, server.terminate, min_new=20)
     assert code in (0, -signal.SIGTERM), f"adslot exited with {code} on SIGTERM"
     assert server.clean_stops() == 1, "the ledger was not drained before exit"
     server.start()
-    with httpx.Client(timeout=10) as client:
-        missing = [
-            u
-            for u in acked
-            if client.get(f"{server.url}/api/v1/ad/request/{u}", headers={"Ssp-Key": key}).status_code != 200
-        ]
+    found = records_via_api(server, key, acked.requests)
+    missing = [u for u in acked.requests if u not in found]
     assert not missing, f"{len(missing)} acknowledged ad requests lost on SIGTERM"
     server.terminate()
 

@@ -9,6 +9,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
+from adslot.api.adapters import reply_response
 from adslot.api.reply import error_reply
 from adslot.errors import ApiError
 
@@ -27,10 +28,7 @@ _CODES = {
 
 
 def to_response(error: ApiError) -> Response[bytes]:
-    reply = error_reply(error)
-    return Response(
-        reply.body, status_code=reply.status, media_type=reply.content_type, headers=dict(reply.headers)
-    )
+    return reply_response(error_reply(error))
 
 
 def api_error_handler(_: Request[Any, Any, Any], exc: ApiError) -> Response[bytes]:

@@ -29,12 +29,12 @@ from litestar.openapi.spec import (
 from litestar.params import HeaderParameter, PathParameter, QueryParameter
 
 from adslot.api.ad_request import FORMATS, handle_ad_request
+from adslot.api.adapters import env_of, reply_response
 from adslot.api.auth import HEADER, authenticate
 from adslot.api.docs import AD_REQUEST_BODY, AdRequestEnvelope, EventEnvelope, RecordEnvelope, error_spec
 from adslot.api.proof_of_play import LAYERS, handle_event, handle_inline_vast, record_view
 from adslot.api.reply import NO_STORE, Reply, error_reply, json_reply
 from adslot.auth.keys import SCOPE_AD_REQUEST
-from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.ids import parse_uuid
 from adslot.vast.urls import QUARTILE_EVENTS
@@ -137,17 +137,6 @@ AdRequestUuidPath = Annotated[
 ]
 
 
-def env_of(request: Request[Any, Any, Any]) -> Environment:
-    env: Environment = request.app.state.env
-    return env
-
-
-def to_response(reply: Reply) -> Response[bytes]:
-    return Response(
-        reply.body, status_code=reply.status, media_type=reply.content_type, headers=dict(reply.headers)
-    )
-
-
 @post(
     ["/api/v1/ad/request", "/ad/request"],
     operation_id=lambda _handler, _method, parts: (
@@ -203,7 +192,7 @@ async def ad_request(
 ) -> Response[bytes]:
     env = env_of(request)
     body = await request.body()
-    return to_response(
+    return reply_response(
         await handle_ad_request(
             env, key=ssp_key, fmt=format, content_type=request.headers.get("content-type"), body=body
         )
@@ -226,7 +215,7 @@ async def ad_request(
     operation_class=documented(headers={status: VAST_ERROR_HEADERS for status in ("400", "404", "410")}),
 )
 async def inline_vast(request: Request[Any, Any, Any], ad_request_uuid: AdRequestUuidPath) -> Response[bytes]:
-    return to_response(await handle_inline_vast(env_of(request), ad_request_uuid))
+    return reply_response(await handle_inline_vast(env_of(request), ad_request_uuid))
 
 
 EVENT_RESPONSES = {
@@ -260,7 +249,7 @@ TRACKING_DOC = documented(required=("ad_request_uuid", "event"))
 async def impression(
     request: Request[Any, Any, Any], ad_request_uuid: AdRequestUuidQuery = None, layer: LayerQuery = None
 ) -> Response[bytes]:
-    return to_response(
+    return reply_response(
         await handle_event(env_of(request), event="impression", ad_request_uuid=ad_request_uuid, layer=layer)
     )
 
@@ -281,7 +270,7 @@ async def tracking(
     event: Annotated[str | None, EVENT_QUERY] = None,
     layer: LayerQuery = None,
 ) -> Response[bytes]:
-    return to_response(
+    return reply_response(
         await handle_event(
             env_of(request), event=event, ad_request_uuid=ad_request_uuid, layer=layer, events=QUARTILE_EVENTS
         )
@@ -359,8 +348,8 @@ async def get_record(
                 "ad_request_uuid",
             )
     except ApiError as error:
-        return to_response(error_reply(error, NO_STORE))
-    return to_response(json_reply(200, record_view(record, int(time.time())), NO_STORE))
+        return reply_response(error_reply(error, NO_STORE))
+    return reply_response(json_reply(200, record_view(record, int(time.time())), NO_STORE))
 
 
 HOT_ROUTES = [ad_request, inline_vast, impression, tracking, impression_head, tracking_head, get_record]

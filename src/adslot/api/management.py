@@ -9,6 +9,7 @@ from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 from litestar.params import JSONBody, PathParameter
 
+from adslot.api.adapters import env_of
 from adslot.api.auth import authenticate
 from adslot.api.docs import error_spec
 from adslot.auth.keys import SCOPE_ADMIN
@@ -31,11 +32,6 @@ from adslot.inventory.schemas import Screen, ScreenIn, Venue, VenueIn, VenuePatc
 def admin_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
     env: Environment = connection.app.state.env
     authenticate(env, connection.headers.get("ssp-key"), SCOPE_ADMIN)
-
-
-def env_of(request: Request[Any, Any, Any]) -> Environment:
-    env: Environment = request.app.state.env
-    return env
 
 
 ERRORS = {

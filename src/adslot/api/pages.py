@@ -13,7 +13,7 @@ from litestar.exceptions import NotFoundException
 from litestar.params import PathParameter
 from litestar.serialization import encode_json
 
-from adslot.environment import Environment
+from adslot.api.adapters import env_of
 
 PAGE = (Path(__file__).parent.parent / "playground" / "page.html").read_text(encoding="utf-8")
 MEDIA_DIR = Path(__file__).parent.parent / "sandbox" / "assets"
@@ -28,11 +28,6 @@ def swagger_dist() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("flask-swagger-ui (Swagger UI assets) is not installed")
     return Path(next(iter(spec.submodule_search_locations))) / "dist"
-
-
-def env_of(request: Request[Any, Any, Any]) -> Environment:
-    env: Environment = request.app.state.env
-    return env
 
 
 @get("/playground", include_in_schema=False, media_type=MediaType.HTML)
