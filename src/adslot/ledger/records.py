@@ -39,6 +39,10 @@ class AdRequest:
     complete_at: int | None = None
     duplicate_count: int = 0
     late_count: int = 0
+    impressions: float = 1.0
+    claims: str | None = None
+    settled_at: int | None = None
+    settle_reason: str | None = None
 
     def state(self, now: int) -> str:
         """issued until its impression (played) or its expiry passes unplayed (expired)."""

@@ -63,6 +63,16 @@ campaigns = sa.Table(
     sa.Column("end_at", sa.BigInteger, nullable=False),
     sa.Column("all_venues", sa.Boolean, nullable=False),
     sa.Column("created_at", sa.BigInteger, nullable=False),
+    # Decisioning (issue 3). Scalars are columns; the nested rules (targeting, exclusions, dayparts, caps,
+    # frequency) are one JSON document, compiled into the in-memory index, never queried by SQL.
+    sa.Column("tier", sa.String(16), nullable=False, server_default="standard"),
+    sa.Column("weight", sa.Integer, nullable=False, server_default="100"),
+    sa.Column("timezone", sa.String(64), nullable=False, server_default="UTC"),
+    sa.Column("pacing", sa.String(8), nullable=False, server_default="asap"),
+    sa.Column("cpm_micros", sa.BigInteger, nullable=True),
+    sa.Column("share_of_voice", sa.Float, nullable=True),
+    sa.Column("separation_minutes", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("rules", sa.Text, nullable=False, server_default="{}"),
 )
 
 campaign_venues = sa.Table(
@@ -86,6 +96,9 @@ creatives = sa.Table(
     sa.Column("bitrate_kbps", sa.Integer, nullable=True),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("weight", sa.Integer, nullable=False, server_default="100"),
+    sa.Column("size_bytes", sa.BigInteger, nullable=True),
+    sa.Column("sha256", sa.String(64), nullable=True),
 )
 
 venues = sa.Table(
@@ -98,6 +111,13 @@ venues = sa.Table(
     sa.Column("longitude", sa.Float, nullable=True),
     sa.Column("venue_type", sa.String(64), nullable=True),
     sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("tags", sa.Text, nullable=False, server_default="[]"),
+    sa.Column("country", sa.String(2), nullable=True),
+    sa.Column("region", sa.String(64), nullable=True),
+    sa.Column("city", sa.String(128), nullable=True),
+    sa.Column("impressions_per_play", sa.Float, nullable=False, server_default="1.0"),
+    # 168 multipliers (Monday 00h first, venue-local) or null: the audience by hour of week.
+    sa.Column("hourly_impressions", sa.Text, nullable=True),
 )
 
 screens = sa.Table(
@@ -109,6 +129,9 @@ screens = sa.Table(
     sa.Column("width", sa.Integer, nullable=True),
     sa.Column("height", sa.Integer, nullable=True),
     sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("orientation", sa.String(16), nullable=True),
+    sa.Column("mime_types", sa.Text, nullable=True),
+    sa.Column("max_duration_seconds", sa.Integer, nullable=True),
 )
 
 # One row per ad request: the Proof-of-Play record, with the time each event was first counted.
@@ -132,6 +155,22 @@ ad_requests = sa.Table(
     sa.Column("complete_at", sa.BigInteger, nullable=True),
     sa.Column("duplicate_count", sa.Integer, nullable=False, server_default="0"),
     sa.Column("late_count", sa.Integer, nullable=False, server_default="0"),
+    # Audience: impressions one play of this ad request is worth (the venue's multiplier at issue time).
+    sa.Column("impressions", sa.Float, nullable=False, server_default="1.0"),
+    # The reservations this ad request holds: JSON [[counter key, units], ...]; null when it holds none.
+    sa.Column("claims", sa.Text, nullable=True),
+    # Set once its reservations are settled: released early by the player ("released") or at expiry
+    # ("expired"); a played ad request is settled at expiry too, with reason "played".
+    sa.Column("settled_at", sa.BigInteger, nullable=True),
+    sa.Column("settle_reason", sa.String(16), nullable=True),
+    sa.Index(
+        "ix_ad_requests_unsettled_expiry",
+        "expires_at",
+        sqlite_where=sa.text("settled_at IS NULL"),
+        postgresql_where=sa.text("settled_at IS NULL"),
+    ),
+    sa.Index("ix_ad_requests_venue_play_time", "venue_id", "play_time"),
+    sa.Index("ix_ad_requests_play_time", "play_time"),
 )
 
 # The first fire of each event from each VAST layer (a player fires the wrapper's and the inline's URLs).
@@ -144,4 +183,30 @@ pop_fires = sa.Table(
     sa.Column("event", sa.String(16), primary_key=True),
     sa.Column("layer", sa.String(8), primary_key=True),
     sa.Column("at", sa.BigInteger, nullable=False),
+)
+
+
+# Reservations against caps, pacing and frequency: one row per counter key (e.g. a campaign's lifetime plays,
+# its impressions on one day, a screen's plays of a campaign in one hour). Delivered + reserved never exceeds
+# cap: the ledger checks and moves these under its write lock, in the batch that issues or settles.
+delivery_counters = sa.Table(
+    "delivery_counters",
+    metadata,
+    sa.Column("key", sa.String(255), primary_key=True),
+    sa.Column("cap", sa.BigInteger, nullable=True),
+    sa.Column("reserved", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("delivered", sa.BigInteger, nullable=False, server_default="0"),
+    # Competitive separation: the latest play_time of a category on a screen, and the gap it asked for.
+    sa.Column("last_at", sa.BigInteger, nullable=True),
+)
+
+# Ad requests per venue, screen and hour of play_time, filled or not: the denominator of fill rate.
+request_stats = sa.Table(
+    "request_stats",
+    metadata,
+    sa.Column("venue_id", sa.String(128), primary_key=True),
+    sa.Column("screen_id", sa.String(128), primary_key=True),  # "" when the request named no screen
+    sa.Column("hour", sa.BigInteger, primary_key=True),  # epoch seconds of the UTC hour of play_time
+    sa.Column("requests", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("fills", sa.BigInteger, nullable=False, server_default="0"),
 )
