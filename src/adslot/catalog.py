@@ -13,10 +13,11 @@ import sqlalchemy as sa
 
 from adslot.auth.keys import KeyRecord
 from adslot.auth.repository import active_keys
-from adslot.campaigns.repository import list_campaigns
-from adslot.decision.index import Creative, DecisionIndex, LiveCampaign
-from adslot.inventory.repository import venue_ids
-from adslot.storage.tables import creatives, environment_meta
+from adslot.campaigns.live import all_creatives, live_campaigns
+from adslot.decision.index import DecisionIndex
+from adslot.decision.model import Creative, ScreenProfile, VenueProfile
+from adslot.inventory.repository import screen_profiles, venue_profiles
+from adslot.storage.tables import environment_meta
 
 VERSION_KEY = "catalog_version"
 
@@ -25,8 +26,12 @@ VERSION_KEY = "catalog_version"
 class Catalog:
     version: int
     keys: dict[str, KeyRecord]
-    venues: frozenset[str]
+    venues: dict[str, VenueProfile]
+    """Every registered venue by id (`venue_id in catalog.venues` asks whether it is registered)."""
+    screens: dict[tuple[str, str], ScreenProfile]
+    """Every registered screen by (venue_id, screen_id)."""
     index: DecisionIndex
+    """The active campaigns, compiled (`index.campaigns` by id), ready for decisions."""
     creatives: dict[int, Creative]
     """Every creative ever defined, live or not: an issued ad request still renders after a pause."""
 
@@ -50,45 +55,17 @@ def bump_version(conn: sa.Connection) -> None:
 
 
 def load_catalog(conn: sa.Connection) -> Catalog:
+    """The whole snapshot in a fixed number of queries, however many campaigns and venues there are."""
     version = current_version(conn)
-    every_creative = _all_creatives(conn)
-    live = [
-        LiveCampaign(
-            id=c.id,
-            advertiser_id=c.advertiser_id,
-            name=c.name,
-            start_at=c.start_at,
-            end_at=c.end_at,
-            all_venues=c.all_venues,
-            venue_ids=frozenset(c.venue_ids),
-            creatives=tuple(every_creative[cr.id] for cr in c.creatives if cr.status == "active"),
-        )
-        for c in list_campaigns(conn, status="active")
-    ]
+    every_creative, active_creatives = all_creatives(conn)
     return Catalog(
         version=version,
         keys=active_keys(conn),
-        venues=venue_ids(conn),
-        index=DecisionIndex.build(live),
+        venues=venue_profiles(conn),
+        screens=screen_profiles(conn),
+        index=DecisionIndex.build(live_campaigns(conn, active_creatives)),
         creatives=every_creative,
     )
-
-
-def _all_creatives(conn: sa.Connection) -> dict[int, Creative]:
-    return {
-        r.id: Creative(
-            id=r.id,
-            campaign_id=r.campaign_id,
-            name=r.name,
-            media_url=r.media_url,
-            mime_type=r.mime_type,
-            width=r.width,
-            height=r.height,
-            duration_seconds=r.duration_seconds,
-            bitrate_kbps=r.bitrate_kbps,
-        )
-        for r in conn.execute(sa.select(creatives))
-    }
 
 
 def get_meta(conn: sa.Connection, name: str) -> str | None:

@@ -1,61 +1,351 @@
-"""The compiled, immutable view of live campaigns that a decision reads: built off the hot path."""
+"""The compiled, immutable view of live campaigns that a decision reads, built off the hot path.
+
+A decision must cost about the same with 10 or 10,000 live campaigns, so nothing here scans the catalog per
+request:
+
+- building posts each campaign under one of its venue targeting dimensions (every non-empty dimension must
+  match, so any one of them finds every venue the campaign can match);
+- the first request for a venue unions the postings that venue can hit, applies the full targeting and
+  exclusions, and memoizes the result (``candidates``);
+- the first request for a kind of screen in that venue keeps the campaigns the screen allows with the
+  creatives that fit it, grouped by tier with cumulative weights for a bisecting draw (``screen_pools``);
+- between two flight boundaries and within one hour of the week, the campaigns in flight and in daypart do not
+  change, so that subset is memoized too (``ScreenPools.eligible_tiers``). What is left per request is a
+  bisect and the caller's ``exclude`` and ``accept``.
+
+Screens share memo entries when they cannot differ: only the screen ids that some campaign targets or excludes
+are told apart (any other id is allowed exactly where a request without a screen is), and fit depends only on
+the screen's declared size, orientation, formats and maximum duration.
+
+The memo caches are dicts with a size cap that evict their oldest entry. The index serves one event loop; a
+race between threads would at worst compute an entry twice.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
+from typing import TypeVar
+
+from adslot.decision.fit import fits
+from adslot.decision.model import TIERS, Creative, LiveCampaign, ScreenProfile, Tier, VenueProfile
+from adslot.decision.targeting import (
+    has_geography,
+    screen_allowed,
+    upper_countries,
+    venue_excluded,
+    venue_matches,
+)
+
+__all__ = ["Candidate", "Creative", "DecisionIndex", "FitKey", "LiveCampaign", "ScreenPools", "TierPool"]
+
+DEFAULT_CACHE_SIZE = 16_384
+"""Venues, and (venue, kind of screen) pairs, kept compiled: a network's whole active footprint, typically."""
+
+WINDOWS_PER_SCREEN = 4
+"""Eligible subsets kept per screen pool: the current hour, the next one for look-ahead play times, and a
+flight that starts or ends within the hour."""
+
+FitKey = tuple[int | None, int | None, str | None, frozenset[str] | None, int | None] | None
+"""What ``fits`` reads of a screen; None for a request without a screen profile."""
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+_TIER_RANK: dict[str, int] = {tier: rank for rank, tier in enumerate(TIERS)}
 
 
 @dataclass(frozen=True, slots=True)
-class Creative:
-    id: int
-    campaign_id: int
-    name: str
-    media_url: str
-    mime_type: str
-    width: int
-    height: int
-    duration_seconds: int
-    bitrate_kbps: int | None
+class Candidate:
+    """A campaign as it can fill slots on one kind of screen: fitting creatives, ready for a weighted draw.
 
+    The flight and hours are copied out of the campaign so that the hot loop reads one object, not two.
+    """
 
-@dataclass(frozen=True, slots=True)
-class LiveCampaign:
+    campaign: LiveCampaign
+    creatives: tuple[Creative, ...]
+    creative_cumulative: tuple[float, ...]
     id: int
-    advertiser_id: int
-    name: str
     start_at: int
     end_at: int
-    all_venues: bool
-    venue_ids: frozenset[str]
-    creatives: tuple[Creative, ...]
+    hours_of_week: int
+    share: float
+    """Share of voice clamped to (0, 1]; 0.0 for a campaign drawn by weight."""
 
 
 @dataclass(frozen=True, slots=True)
-class DecisionIndex:
-    """Campaigns bucketed by targeted venue, plus those that run everywhere."""
+class TierPool:
+    """One tier's candidates, weight-drawn and share-of-voice apart, each with its cumulative sums."""
 
-    by_venue: dict[str, tuple[LiveCampaign, ...]]
-    everywhere: tuple[LiveCampaign, ...]
+    tier: Tier
+    weighted: tuple[Candidate, ...]
+    weight_cumulative: tuple[float, ...]
+    sov: tuple[Candidate, ...]
+    sov_cumulative: tuple[float, ...]
+
+    @property
+    def sov_total(self) -> float:
+        return self.sov_cumulative[-1] if self.sov_cumulative else 0.0
+
+    def all(self) -> tuple[Candidate, ...]:
+        return self.weighted + self.sov
 
     @classmethod
-    def build(cls, campaigns: Iterable[LiveCampaign]) -> DecisionIndex:
-        by_venue: dict[str, list[LiveCampaign]] = {}
-        everywhere: list[LiveCampaign] = []
-        for campaign in campaigns:
-            if not campaign.creatives:
-                continue
-            if campaign.all_venues:
-                # Venue rows kept from before it went all-venue must not make it a candidate twice.
-                everywhere.append(campaign)
-                continue
-            for venue_id in campaign.venue_ids:
-                by_venue.setdefault(venue_id, []).append(campaign)
+    def of(cls, tier: Tier, candidates: Iterable[Candidate]) -> TierPool:
+        weighted: list[Candidate] = []
+        sov: list[Candidate] = []
+        for candidate in candidates:
+            (sov if candidate.share > 0 else weighted).append(candidate)
         return cls(
-            by_venue={venue: tuple(items) for venue, items in by_venue.items()},
-            everywhere=tuple(everywhere),
+            tier=tier,
+            weighted=tuple(weighted),
+            weight_cumulative=tuple(accumulate(float(c.campaign.weight) for c in weighted)),
+            sov=tuple(sov),
+            sov_cumulative=tuple(accumulate(c.share for c in sov)),
         )
 
-    def candidates(self, venue_id: str) -> tuple[LiveCampaign, ...]:
-        targeted = self.by_venue.get(venue_id, ())
-        return targeted + self.everywhere if targeted else self.everywhere
+
+class ScreenPools:
+    """What may play on one kind of screen in one venue (or in the venue when the request names no screen)."""
+
+    __slots__ = ("_windows", "boundaries", "tiers", "venue")
+
+    def __init__(self, venue: VenueProfile, tiers: tuple[TierPool, ...]) -> None:
+        self.venue = venue
+        self.tiers = tiers
+        """Non-empty tiers in TIERS order, with every candidate whatever its flight and hours."""
+        self.boundaries: tuple[int, ...] = tuple(
+            sorted({t for pool in tiers for c in pool.all() for t in (c.start_at, c.end_at)})
+        )
+        """Every flight start and end: between two of them, the set of campaigns in flight cannot change."""
+        self._windows: dict[tuple[int, int], tuple[TierPool, ...]] = {}
+
+    def eligible_tiers(self, play_time: int, hour_of_week: int) -> tuple[TierPool, ...]:
+        """The non-empty tiers restricted to candidates in flight at play_time and active in that hour."""
+        key = (hour_of_week, bisect_right(self.boundaries, play_time))
+        found = self._windows.get(key)
+        if found is not None:
+            return found
+        bit = 1 << hour_of_week
+        window = tuple(
+            pool
+            for pool in (
+                TierPool.of(
+                    tier.tier,
+                    (c for c in tier.all() if c.start_at <= play_time < c.end_at and c.hours_of_week & bit),
+                )
+                for tier in self.tiers
+            )
+            if pool.weighted or pool.sov
+        )
+        _remember(self._windows, key, window, WINDOWS_PER_SCREEN)
+        return window
+
+
+class DecisionIndex:
+    """Live campaigns posted by venue targeting dimension, with per-venue and per-screen memos."""
+
+    __slots__ = (
+        "_by_city",
+        "_by_country",
+        "_by_region",
+        "_by_tag",
+        "_by_type",
+        "_by_venue_id",
+        "_cache_size",
+        "_everywhere",
+        "_fitted",
+        "_named_screens",
+        "_radius",
+        "_screens",
+        "_venues",
+        "campaigns",
+    )
+
+    def __init__(self, campaigns: dict[int, LiveCampaign], cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+        """Use ``build``, which checks the campaigns; this only compiles them."""
+        self.campaigns = campaigns
+        """Every campaign that can ever be a candidate (it has creatives), by id."""
+        self._cache_size = max(1, cache_size)
+        self._by_venue_id: dict[str, list[int]] = {}
+        self._by_type: dict[str, list[int]] = {}
+        self._by_tag: dict[str, list[int]] = {}
+        self._by_country: dict[str, list[int]] = {}
+        self._by_region: dict[str, list[int]] = {}
+        self._by_city: dict[str, list[int]] = {}
+        radius: list[int] = []
+        everywhere: list[int] = []
+        named: set[str] = set()
+        for campaign in campaigns.values():
+            self._post(campaign, radius, everywhere)
+            named.update(campaign.targeting.screen_ids, campaign.exclusions.screen_ids)
+        self._radius = tuple(radius)
+        self._everywhere = tuple(everywhere)
+        self._named_screens = frozenset(named)
+        self._venues: dict[str, tuple[VenueProfile, tuple[LiveCampaign, ...]]] = {}
+        self._screens: dict[tuple[str, str | None, FitKey], ScreenPools] = {}
+        self._fitted: dict[FitKey, dict[int, Candidate | None]] = {}
+
+    @classmethod
+    def build(
+        cls, campaigns: Iterable[LiveCampaign], *, cache_size: int = DEFAULT_CACHE_SIZE
+    ) -> DecisionIndex:
+        """Campaigns without creatives are left out: they can never fill a slot.
+
+        Raises ``ValueError`` on a duplicate id or an unknown tier, which only a bug in the catalog produces.
+        """
+        kept: dict[int, LiveCampaign] = {}
+        seen: set[int] = set()
+        for campaign in campaigns:
+            if campaign.tier not in _TIER_RANK:
+                raise ValueError(f"campaign {campaign.id} has unknown tier {campaign.tier!r}")
+            if campaign.id in seen:
+                raise ValueError(f"campaign {campaign.id} appears twice")
+            seen.add(campaign.id)
+            if campaign.creatives:
+                kept[campaign.id] = campaign
+        return cls(kept, cache_size)
+
+    def candidates(self, venue: VenueProfile) -> tuple[LiveCampaign, ...]:
+        """Campaigns whose venue targeting matches and exclusions do not, in TIERS order, then by id.
+
+        Memoized per venue id; a different profile under the same id (the venue was edited) is recomputed.
+        """
+        found = self._venues.get(venue.venue_id)
+        if found is not None and (found[0] is venue or found[0] == venue):
+            return found[1]
+        computed = self._compute_candidates(venue)
+        _remember(self._venues, venue.venue_id, (venue, computed), self._cache_size)
+        return computed
+
+    def screen_pools(
+        self, venue: VenueProfile, screen_id: str | None, screen: ScreenProfile | None
+    ) -> ScreenPools:
+        """The venue's candidates that this screen allows, with the creatives that fit it, by tier."""
+        named = screen_id if screen_id in self._named_screens else None
+        fit = fit_key(screen)
+        key = (venue.venue_id, named, fit)
+        found = self._screens.get(key)
+        if found is not None and (found.venue is venue or found.venue == venue):
+            return found
+        pools = ScreenPools(venue, self._compute_tiers(venue, named, screen, fit))
+        _remember(self._screens, key, pools, self._cache_size)
+        return pools
+
+    def _post(self, campaign: LiveCampaign, radius: list[int], everywhere: list[int]) -> None:
+        """One dimension is enough, as every non-empty one must match; prefer those needing no geometry."""
+        targeting = campaign.targeting
+        if targeting.venue_ids:
+            _post(self._by_venue_id, targeting.venue_ids, campaign.id)
+        elif has_geography(targeting) and not targeting.radii:
+            self._post_places(campaign)
+        elif targeting.venue_tags:
+            _post(self._by_tag, targeting.venue_tags, campaign.id)
+        elif targeting.venue_types:
+            _post(self._by_type, targeting.venue_types, campaign.id)
+        elif targeting.radii:
+            self._post_places(campaign)
+            radius.append(campaign.id)
+        else:
+            everywhere.append(campaign.id)
+
+    def _post_places(self, campaign: LiveCampaign) -> None:
+        targeting = campaign.targeting
+        _post(self._by_country, upper_countries(targeting), campaign.id)
+        _post(self._by_region, targeting.regions, campaign.id)
+        _post(self._by_city, targeting.cities, campaign.id)
+
+    def _compute_candidates(self, venue: VenueProfile) -> tuple[LiveCampaign, ...]:
+        ids: set[int] = set(self._everywhere)
+        ids.update(self._radius)
+        ids.update(self._by_venue_id.get(venue.venue_id, ()))
+        if venue.venue_type is not None:
+            ids.update(self._by_type.get(venue.venue_type, ()))
+        for tag in venue.tags:
+            ids.update(self._by_tag.get(tag, ()))
+        if venue.country is not None:
+            ids.update(self._by_country.get(venue.country.upper(), ()))
+        if venue.region is not None:
+            ids.update(self._by_region.get(venue.region, ()))
+        if venue.city is not None:
+            ids.update(self._by_city.get(venue.city, ()))
+        kept = [
+            campaign
+            for campaign in (self.campaigns[i] for i in ids)
+            if venue_matches(campaign.targeting, venue) and not venue_excluded(campaign.exclusions, venue)
+        ]
+        kept.sort(key=lambda c: (_TIER_RANK[c.tier], c.id))
+        return tuple(kept)
+
+    def _compute_tiers(
+        self, venue: VenueProfile, screen_id: str | None, screen: ScreenProfile | None, fit: FitKey
+    ) -> tuple[TierPool, ...]:
+        fitted = self._fitted.get(fit)
+        if fitted is None:
+            fitted = {}
+            _remember(self._fitted, fit, fitted, self._cache_size)
+        by_tier: dict[Tier, list[Candidate]] = {}
+        for campaign in self.candidates(venue):
+            if not screen_allowed(campaign, screen_id):
+                continue
+            if campaign.id in fitted:
+                candidate = fitted[campaign.id]
+            else:
+                candidate = fitted[campaign.id] = _candidate(campaign, screen)
+            if candidate is not None:
+                by_tier.setdefault(campaign.tier, []).append(candidate)
+        return tuple(TierPool.of(tier, by_tier[tier]) for tier in TIERS if tier in by_tier)
+
+
+def fit_key(screen: ScreenProfile | None) -> FitKey:
+    if screen is None:
+        return None
+    return (screen.width, screen.height, screen.orientation, screen.mime_types, screen.max_duration_seconds)
+
+
+def weighted_pick(cumulative: Sequence[float], u: float) -> int:
+    """Index of the item whose cumulative segment holds ``u * total`` (u in [0, 1))."""
+    last = len(cumulative) - 1
+    return min(bisect_right(cumulative, u * cumulative[last]), last)
+
+
+def _candidate(campaign: LiveCampaign, screen: ScreenProfile | None) -> Candidate | None:
+    """None when the campaign can never be drawn on this kind of screen.
+
+    A weight (campaign or creative) of 0 or less is how a buyer pauses without deleting, so it never plays;
+    likewise a share of voice that is not positive.
+    """
+    share = campaign.share_of_voice
+    if share is not None:
+        if not share > 0:  # also rejects NaN
+            return None
+        share = min(share, 1.0)
+    elif campaign.weight <= 0:
+        return None
+    creatives = tuple(c for c in campaign.creatives if c.weight > 0 and fits(c, screen))
+    if not creatives:
+        return None
+    return Candidate(
+        campaign=campaign,
+        creatives=creatives,
+        creative_cumulative=tuple(accumulate(float(c.weight) for c in creatives)),
+        id=campaign.id,
+        start_at=campaign.start_at,
+        end_at=campaign.end_at,
+        hours_of_week=campaign.hours_of_week,
+        share=share or 0.0,
+    )
+
+
+def _post(postings: dict[str, list[int]], keys: Iterable[str], campaign_id: int) -> None:
+    for key in keys:
+        postings.setdefault(key, []).append(campaign_id)
+
+
+def _remember(cache: dict[K, V], key: K, value: V, size: int) -> None:
+    cache.pop(key, None)
+    while len(cache) >= size:
+        del cache[next(iter(cache))]
+    cache[key] = value

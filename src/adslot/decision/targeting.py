@@ -1,0 +1,93 @@
+"""Which venues and screens a campaign may play on: its targeting (every dimension must match) and its
+exclusions (any dimension matching rules the venue out).
+
+Country codes compare case-insensitively (ISO codes arrive as "de" or "DE"); venue types, tags, regions and
+cities compare exactly, because they are the media owner's own vocabulary and "Mall" may deliberately differ
+from "mall".
+"""
+
+from __future__ import annotations
+
+import math
+
+from adslot.decision.model import GeoRadius, LiveCampaign, Targeting, VenueProfile
+
+EARTH_RADIUS_KM = 6371.0088
+"""Mean Earth radius (IUGG); the spherical error is well under the precision anyone sells a radius at."""
+
+
+def venue_matches(targeting: Targeting, venue: VenueProfile) -> bool:
+    """Every non-empty venue dimension must match; screen ids are ``screen_allowed``'s concern."""
+    if targeting.venue_ids and venue.venue_id not in targeting.venue_ids:
+        return False
+    if targeting.venue_types and venue.venue_type not in targeting.venue_types:
+        return False
+    if targeting.venue_tags and targeting.venue_tags.isdisjoint(venue.tags):
+        return False
+    return not has_geography(targeting) or geography_matches(targeting, venue)
+
+
+def venue_excluded(exclusions: Targeting, venue: VenueProfile) -> bool:
+    """Any venue dimension matching excludes; screen exclusions are ``screen_allowed``'s concern."""
+    if venue.venue_id in exclusions.venue_ids:
+        return True
+    if venue.venue_type is not None and venue.venue_type in exclusions.venue_types:
+        return True
+    if not exclusions.venue_tags.isdisjoint(venue.tags):
+        return True
+    return geography_matches(exclusions, venue)
+
+
+def screen_allowed(campaign: LiveCampaign, screen_id: str | None) -> bool:
+    """A screen-targeted campaign was sold on named screens only: a request naming none cannot carry it."""
+    if campaign.targeting.screen_ids and (
+        screen_id is None or screen_id not in campaign.targeting.screen_ids
+    ):
+        return False
+    return screen_id is None or screen_id not in campaign.exclusions.screen_ids
+
+
+def has_geography(targeting: Targeting) -> bool:
+    return bool(targeting.countries or targeting.regions or targeting.cities or targeting.radii)
+
+
+def has_venue_dimension(targeting: Targeting) -> bool:
+    """False for a campaign that runs in every venue (it may still be limited to screens)."""
+    return bool(
+        targeting.venue_ids or targeting.venue_types or targeting.venue_tags or has_geography(targeting)
+    )
+
+
+def geography_matches(targeting: Targeting, venue: VenueProfile) -> bool:
+    """Country, region, city and radius are alternatives of one place: any of them matching is a match."""
+    if (
+        venue.country is not None
+        and targeting.countries
+        and venue.country.upper() in upper_countries(targeting)
+    ):
+        return True
+    if venue.region is not None and venue.region in targeting.regions:
+        return True
+    if venue.city is not None and venue.city in targeting.cities:
+        return True
+    return any(within(radius, venue) for radius in targeting.radii)
+
+
+def upper_countries(targeting: Targeting) -> frozenset[str]:
+    return frozenset(country.upper() for country in targeting.countries)
+
+
+def within(radius: GeoRadius, venue: VenueProfile) -> bool:
+    """A venue without coordinates is nowhere on the map, so no radius can contain it."""
+    if venue.latitude is None or venue.longitude is None:
+        return False
+    return distance_km(radius.latitude, radius.longitude, venue.latitude, venue.longitude) <= radius.radius_km
+
+
+def distance_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
+    """Great-circle (haversine) distance: stable for the short distances radii are drawn at."""
+    phi1, phi2 = math.radians(lat1), math.radians(lat2)
+    half_dphi = (phi2 - phi1) / 2
+    half_dlambda = math.radians(lon2 - lon1) / 2
+    a = math.sin(half_dphi) ** 2 + math.cos(phi1) * math.cos(phi2) * math.sin(half_dlambda) ** 2
+    return 2 * EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(a)))
