@@ -50,6 +50,10 @@ def test_defaults_with_an_empty_environment() -> None:
     assert settings.ad_system_name == "adslot"
 
 
+def test_expiry_sweep_runs_every_five_seconds_by_default() -> None:
+    assert load_settings({}).settle_interval_seconds == 5.0
+
+
 def test_default_environments_are_production_and_sandbox_in_that_order() -> None:
     settings = load_settings({})
     assert [env.name for env in settings.environments] == ["production", "sandbox"]
@@ -115,6 +119,7 @@ def test_without_an_explicit_mapping_the_process_environment_is_read(monkeypatch
         ("ADSLOT_VAST_SCHEMA_STRICT_EXTENSION", "true", "schema_strict_extension", True),
         ("ADSLOT_FAST_LANE", "off", "fast_lane", False),
         ("ADSLOT_CATALOG_POLL_MS", "250", "catalog_poll_seconds", 0.25),
+        ("ADSLOT_SETTLE_INTERVAL_MS", "750", "settle_interval_seconds", 0.75),
         ("ADSLOT_BATCH_MAX", "1", "batch_max", 1),
         ("ADSLOT_AD_SYSTEM_NAME", "Acme SSP", "ad_system_name", "Acme SSP"),
         ("ADSLOT_DATA_DIR", "/srv/adslot", "data_dir", Path("/srv/adslot")),
@@ -196,6 +201,8 @@ def test_with_overrides_returns_a_changed_copy() -> None:
         ("ADSLOT_MAX_BODY_BYTES", "255"),
         ("ADSLOT_MAX_ID_LENGTH", "7"),
         ("ADSLOT_CATALOG_POLL_MS", "49"),
+        ("ADSLOT_SETTLE_INTERVAL_MS", "49"),
+        ("ADSLOT_SETTLE_INTERVAL_MS", "soon"),
         ("ADSLOT_BATCH_MAX", "0"),
         ("ADSLOT_FAST_LANE", "maybe"),
         ("ADSLOT_VAST_SCHEMA_STRICT_EXTENSION", "2"),

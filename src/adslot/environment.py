@@ -17,11 +17,13 @@ import anyio.to_thread
 import sqlalchemy as sa
 
 from adslot.catalog import Catalog, bump_version, current_version, load_catalog
+from adslot.ledger.budget import DeliveryCache
 from adslot.ledger.group_commit import GroupCommitter
 from adslot.ledger.postgres_store import PostgresLedgerStore
 from adslot.ledger.records import Operation, Verdict
 from adslot.ledger.sqlite_store import SqliteLedgerStore
 from adslot.ledger.store import LedgerStore
+from adslot.ledger.sweeper import ExpirySweeper
 from adslot.sandbox.seed import seed_sandbox, testing_key
 from adslot.settings import EnvironmentSettings, Settings
 from adslot.storage.database import asyncpg_dsn, is_sqlite, make_engine, sqlite_path
@@ -59,6 +61,14 @@ class Environment:
         self.engine = make_engine(env)
         self.store = make_store(env)
         self.writer: GroupCommitter[Operation, Verdict] = GroupCommitter(self.store.apply, settings.batch_max)
+        # This worker's view of caps, pacing, frequency and separation, refreshed by every verdict.
+        self.delivery_cache = DeliveryCache()
+        self.sweeper = ExpirySweeper(
+            self.writer.submit,
+            settings.settle_interval_seconds,
+            cache=self.delivery_cache,
+            name=f"expiry-sweep-{env.name}",
+        )
         self.rng = random.Random(seed)
         self.catalog: Catalog | None = None
         self.testing_key: str | None = None
@@ -72,8 +82,10 @@ class Environment:
         self._poller = asyncio.get_running_loop().create_task(
             self._poll_catalog(), name=f"catalog-{self.name}"
         )
+        self.sweeper.start()
 
     async def stop(self) -> None:
+        await self.sweeper.stop()
         if self._poller is not None:
             self._poller.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -71,6 +71,8 @@ class Settings:
     catalog_poll_seconds: float = 1.0
     batch_max: int = 512
     ad_system_name: str = "adslot"
+    settle_interval_seconds: float = 5.0
+    """How often each worker's expiry sweep returns the reservations of ad requests that expired unplayed."""
 
     def environment(self, name: str) -> EnvironmentSettings:
         for env in self.environments:
@@ -135,6 +137,7 @@ def load_settings(
         catalog_poll_seconds=float(_int(env, "ADSLOT_CATALOG_POLL_MS", 1000, 50)) / 1000,
         batch_max=_int(env, "ADSLOT_BATCH_MAX", 512, 1),
         ad_system_name=env.get("ADSLOT_AD_SYSTEM_NAME") or "adslot",
+        settle_interval_seconds=float(_int(env, "ADSLOT_SETTLE_INTERVAL_MS", 5000, 50)) / 1000,
     )
     if settings.play_window_seconds <= settings.play_time_skew_seconds:
         raise SettingsError("ADSLOT_PLAY_WINDOW_SECONDS must exceed ADSLOT_PLAY_TIME_SKEW_SECONDS")

@@ -1,7 +1,11 @@
-"""The ledger on PostgreSQL through asyncpg: a small pool, one transaction and four statements per batch.
+"""The ledger on PostgreSQL through asyncpg: a small pool, one transaction and a few statements per batch.
 
-Whatever the batch size, fires cost one locking read of their ad requests (in id order, so concurrent
-workers cannot deadlock), one INSERT of the candidate first fires, and one UPDATE from arrays.
+Whatever the batch size, a batch costs at most: one locking read of the ad requests its fires and releases
+name (in id order), one locking read of expired ones to settle (SKIP LOCKED: it never waits, so it cannot
+deadlock, and two workers' sweeps take disjoint rows), one INSERT of candidate first fires, one INSERT of
+missing counter rows and one locking read of the counters (both in key order), and one write per table.
+Locks are always taken ad requests first, then counters, then request_stats, each in a fixed order, so
+concurrent workers wait for each other but never deadlock; the rules run in between, in the shared Batch.
 """
 
 from __future__ import annotations
@@ -11,15 +15,20 @@ from collections.abc import Sequence
 
 import asyncpg
 
-from adslot.ledger.records import COLUMNS, ISSUE_COLUMNS, AdRequest, Fire, Issue, Operation, Verdict
-from adslot.ledger.resolve import candidates, first_fire_times, resolve
+from adslot.ledger.records import COLUMNS, ISSUE_COLUMNS, AdRequest, Operation, Verdict
+from adslot.ledger.resolve import FireKey
 from adslot.ledger.store import (
     COALESCE_SET,
+    COUNTER_COLUMNS,
     COUNTER_SET,
+    DUE_WHERE,
     INSERT_COLUMNS,
     SELECT_ONE,
+    SET_ONCE_COLUMNS,
     STATE_COLUMNS,
+    STATS_UPSERT_SET,
     TIME_COLUMNS,
+    Batch,
     change_values,
     current_of,
     issue_values,
@@ -33,44 +42,101 @@ INSERT = (
 LOCK_STATE = (
     f"SELECT {', '.join(STATE_COLUMNS)} FROM ad_requests WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE"
 )
+LOCK_DUE = (
+    f"SELECT {', '.join(STATE_COLUMNS)} FROM ad_requests WHERE "
+    + DUE_WHERE.format(before="$1", limit="$2")
+    + " FOR UPDATE SKIP LOCKED"
+)
 FIRST_FIRES = (
     "INSERT INTO pop_fires (ad_request_id, event, layer, at) "
     "SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[]) "
     "ON CONFLICT DO NOTHING RETURNING ad_request_id, event, layer"
 )
-_N = len(TIME_COLUMNS)
+_TYPES = {**dict.fromkeys(TIME_COLUMNS, "bigint"), "settled_at": "bigint", "settle_reason": "text"}
+_N = len(SET_ONCE_COLUMNS)
 UPDATE = (
     "UPDATE ad_requests SET "
-    + COALESCE_SET.format(**{c: f"c.{c}" for c in TIME_COLUMNS})
+    + COALESCE_SET.format(**{c: f"c.{c}" for c in SET_ONCE_COLUMNS})
     + ", "
     + COUNTER_SET.format(dups="c.dups", late="c.late")
     + " FROM unnest("
-    + ", ".join(f"${i + 1}::bigint[]" for i in range(_N))
+    + ", ".join(f"${i + 1}::{_TYPES[c]}[]" for i, c in enumerate(SET_ONCE_COLUMNS))
     + f", ${_N + 1}::int[], ${_N + 2}::int[], ${_N + 3}::uuid[]) "
-    + f"AS c({', '.join(TIME_COLUMNS)}, dups, late, id) "
+    + f"AS c({', '.join(SET_ONCE_COLUMNS)}, dups, late, id) "
     "WHERE ad_requests.id = c.id"
+)
+ADD_COUNTERS = (
+    "INSERT INTO delivery_counters (key) SELECT k FROM unnest($1::text[]) AS k ORDER BY k "
+    "ON CONFLICT DO NOTHING"
+)
+LOCK_COUNTERS = (
+    f"SELECT {', '.join(COUNTER_COLUMNS)} FROM delivery_counters WHERE key = ANY($1::text[]) "
+    "ORDER BY key FOR UPDATE"
+)
+WRITE_COUNTERS = (
+    "UPDATE delivery_counters SET cap = c.cap, reserved = c.reserved, delivered = c.delivered, "
+    "last_at = c.last_at FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) "
+    "AS c(key, cap, reserved, delivered, last_at) WHERE delivery_counters.key = c.key"
+)
+STATS = (
+    "INSERT INTO request_stats (venue_id, screen_id, hour, requests, fills) "
+    "SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[]) "
+    "ON CONFLICT (venue_id, screen_id, hour) DO UPDATE SET " + STATS_UPSERT_SET
 )
 
 
-async def _apply_fires(conn: asyncpg.Connection, fires: list[Fire]) -> list[Verdict]:
-    ids = sorted({f.ad_request_id for f in fires})
-    current = {row[0]: current_of(tuple(row)[1:]) for row in await conn.fetch(LOCK_STATE, ids)}
-    keys = candidates(fires, current)
-    fresh = set()
+def _columns(rows: Sequence[Sequence[object]], width: int) -> list[list[object]]:
+    """Rows as one list per column, for unnest()."""
+    return [list(col) for col in zip(*rows, strict=True)] if rows else [[] for _ in range(width)]
+
+
+async def _read_current(conn: asyncpg.Connection, batch: Batch) -> list[uuid.UUID]:
+    """Lock the named ad requests, then the expired ones to settle (added to the state): their ids."""
+    ids = batch.named_ids()
+    if ids:
+        for row in await conn.fetch(LOCK_STATE, ids):
+            batch.current[row[0]] = current_of(tuple(row)[1:])
+    due = batch.due()
+    if due is None:
+        return []
+    found = []
+    for row in await conn.fetch(LOCK_DUE, *due):
+        found.append(row[0])
+        batch.current.setdefault(row[0], current_of(tuple(row)[1:]))
+    return found
+
+
+async def _first_fires(conn: asyncpg.Connection, batch: Batch) -> set[FireKey]:
+    keys = batch.fire_candidates()
+    if not keys:
+        return set()
+    rows = await conn.fetch(FIRST_FIRES, *_columns(keys, 3), batch.first_fire_times(keys))
+    return {(r[0], r[1], r[2]) for r in rows}
+
+
+async def _apply(conn: asyncpg.Connection, batch: Batch) -> None:
+    """The batch plan's I/O, inside the caller's transaction."""
+    due = await _read_current(conn, batch)
+    fresh = await _first_fires(conn, batch) if batch.fires else set()
+    batch.resolve(fresh, due)
+    keys = batch.counter_keys()
     if keys:
-        rows = await conn.fetch(
-            FIRST_FIRES,
-            [k[0] for k in keys],
-            [k[1] for k in keys],
-            [k[2] for k in keys],
-            first_fire_times(fires, keys),
-        )
-        fresh = {(r[0], r[1], r[2]) for r in rows}
-    verdicts, changes = resolve(fires, current, fresh)
-    if changes:
-        columns = list(zip(*(change_values(c) for c in changes.values()), strict=True))
-        await conn.execute(UPDATE, *[list(col) for col in columns], list(changes))
-    return verdicts
+        # Rows first (so every key has a row to lock, and no two workers can both create one), then the
+        # locks, in one fixed order. A row made here for an issue that is refused stays, empty and harmless.
+        await conn.execute(ADD_COUNTERS, keys)
+        batch.load([tuple(r) for r in await conn.fetch(LOCK_COUNTERS, keys)])
+    batch.admit()
+    writes = batch.counter_writes()
+    if writes:
+        await conn.execute(WRITE_COUNTERS, *_columns(writes, 5))
+    if batch.admitted:
+        await conn.executemany(INSERT, [issue_values(r) for r in batch.admitted])
+    if batch.changes:
+        values = [change_values(c) for c in batch.changes.values()]
+        await conn.execute(UPDATE, *_columns(values, _N + 2), list(batch.changes))
+    stats = batch.stats()
+    if stats:
+        await conn.execute(STATS, *_columns(stats, 5))
 
 
 class _Connection(asyncpg.Connection):  # type: ignore[misc]
@@ -113,13 +179,7 @@ class PostgresLedgerStore:
 
     async def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
         assert self._pool is not None, "store not started"
-        issues = [issue_values(op.record) for op in operations if isinstance(op, Issue)]
-        fires = [op for op in operations if isinstance(op, Fire)]
+        batch = Batch.of(operations)
         async with self._pool.acquire() as conn, conn.transaction():
-            if issues:
-                await conn.executemany(INSERT, issues)
-            fire_verdicts = iter(await _apply_fires(conn, fires) if fires else [])
-        return [
-            Verdict("issued", op.record.expires_at) if isinstance(op, Issue) else next(fire_verdicts)
-            for op in operations
-        ]
+            await _apply(conn, batch)
+        return batch.verdicts()

@@ -3,12 +3,31 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Literal
+
+from adslot.ledger.budget import Reason, Snapshot
+from adslot.ledger.claims import Claims
 
 Event = Literal["impression", "start", "firstQuartile", "midpoint", "thirdQuartile", "complete"]
 Layer = Literal["wrapper", "inline"]
-Outcome = Literal["issued", "counted", "duplicate", "echo", "late", "unknown"]
+Outcome = Literal[
+    "issued",
+    "rejected",
+    "counted",
+    "duplicate",
+    "echo",
+    "late",
+    "unknown",
+    "released",
+    "already_released",
+    "played",
+    "settled",
+    "recorded",
+]
+SettleReason = Literal["released", "expired", "played"]
 
 EVENT_COLUMNS: dict[str, str] = {
     "impression": "impression_at",
@@ -45,15 +64,25 @@ class AdRequest:
     settle_reason: str | None = None
 
     def state(self, now: int) -> str:
-        """issued until its impression (played) or its expiry passes unplayed (expired)."""
+        """issued until its impression (played), its player gives it back (released) or its expiry passes
+        unplayed (expired)."""
         if self.impression_at is not None:
             return "played"
+        if self.settle_reason == "released":
+            return "released"
         return "expired" if now > self.expires_at else "issued"
 
 
 @dataclass(frozen=True, slots=True)
 class Issue:
+    """Store `record` if its claims are admitted (all reserved at once), else refuse it and store nothing.
+
+    `claims` is what admission checks and what the stored record holds (the store writes the claims column
+    from it, so the two cannot disagree); None or empty Claims is an ad request that reserves nothing.
+    """
+
     record: AdRequest
+    claims: Claims | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,14 +96,68 @@ class Fire:
 
 
 @dataclass(frozen=True, slots=True)
+class Release:
+    """The player gives its slot back before playing it: its reservations are returned at once.
+
+    Answers released, already_released, played (a played ad cannot be released), late (after its expiry: it
+    is settled as expired instead) or unknown (no such ad request, or another account's).
+    """
+
+    ad_request_id: uuid.UUID
+    account_id: int
+    at: int
+
+
+SETTLE_LIMIT = 1000
+"""Most ad requests one Settle settles: a sweep that finds more submits another at once."""
+SETTLE_GRACE_SECONDS = 60
+"""How long after expiry an ad request stays unsettled, so that a fire received in time (at <= expiry) but
+still queued in another worker's batch is committed first, and finds the reservation to deliver."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settle:
+    """The expiry sweep: settle up to `limit` ad requests that expired before now - `grace`.
+
+    Unplayed ones are released (reason "expired"); played ones, whose claims were delivered with their
+    impression, are only marked ("played"), which takes them out of the unsettled-expiry index.
+    """
+
+    now: int
+    limit: int = SETTLE_LIMIT
+    grace: int = SETTLE_GRACE_SECONDS
+
+
+@dataclass(frozen=True, slots=True)
+class NoFill:
+    """An ad request answered with no ad: counted in request_stats (the denominator of the fill rate)."""
+
+    venue_id: str
+    screen_id: str | None
+    play_time: int
+
+
+NO_COUNTERS: Mapping[str, Snapshot] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
 class Verdict:
-    """What an operation came to, with the ad request's expiry (None when it is unknown)."""
+    """What an operation came to, with the ad request's expiry (None when it is unknown).
+
+    Issue: "issued" or "rejected" with `reason`; `counters` holds the claimed counters as committed, as
+    (cap, reserved, delivered, last_at), so the worker's DeliveryCache learns what the ledger knows. Settle:
+    "settled", with `settled` the number of ad requests settled and `counters` those it released. NoFill:
+    "recorded".
+    """
 
     outcome: Outcome
     expires_at: int | None = None
+    reason: Reason | None = None
+    counters: Mapping[str, Snapshot] = field(default_factory=lambda: NO_COUNTERS)
+    settled: int = 0
 
 
-Operation = Issue | Fire
+Operation = Issue | Fire | Release | Settle | NoFill
 
 COLUMNS = (
     "id",
@@ -94,5 +177,9 @@ COLUMNS = (
     "complete_at",
     "duplicate_count",
     "late_count",
+    "impressions",
+    "claims",
+    "settled_at",
+    "settle_reason",
 )
-ISSUE_COLUMNS = COLUMNS[:9]
+ISSUE_COLUMNS = (*COLUMNS[:9], "impressions", "claims")

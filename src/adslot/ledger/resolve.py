@@ -5,7 +5,11 @@ The store gathers, under its write lock, the current state of the batch's ad req
 - unknown ad request: `unknown`; fired after its expiry: `late` (kept in late_count, never counted);
 - a repeat of a fire already stored, or earlier in the same batch: `duplicate` (kept in duplicate_count);
 - the first fire of an event from a layer: `counted` if the event had no time yet, else `echo` (the
-  other VAST layer already counted it).
+  other VAST layer already counted it);
+- a fire in time on an ad request its player released: `released` (kept in late_count, never counted: its
+  reservation was already given back, so counting it could over-deliver a cap).
+It also settles ad requests: a player's early release and the expiry sweep, and says which reservations
+move (delivered with a counted impression, returned with a release or an unplayed expiry).
 """
 
 from __future__ import annotations
@@ -14,26 +18,39 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from adslot.ledger.records import EVENT_COLUMNS, Fire, Verdict
+from adslot.ledger.records import EVENT_COLUMNS, Fire, Outcome, Release, SettleReason, Verdict
 
 FireKey = tuple[uuid.UUID, str, str]
 
 
 @dataclass(frozen=True, slots=True)
 class Current:
-    """An ad request's expiry and event times as stored before this batch."""
+    """An ad request as stored before this batch: expiry, event times, owner, claims and settlement."""
 
     expires_at: int
     times: dict[str, int | None]
+    account_id: int = 0
+    claims: str | None = None
+    settle_reason: str | None = None
+
+    @property
+    def played(self) -> bool:
+        return self.times.get("impression_at") is not None
 
 
 @dataclass(slots=True)
 class RowChange:
-    """Per ad request: event columns to set (only where still NULL) and counters to add."""
+    """Per ad request: event columns to set (only where still NULL), counters to add, settlement to set."""
 
     set_times: dict[str, int] = field(default_factory=dict)
     duplicates: int = 0
     late: int = 0
+    settled_at: int | None = None
+    settle_reason: SettleReason | None = None
+
+    def settle(self, at: int, reason: SettleReason) -> None:
+        self.settled_at = at
+        self.settle_reason = reason
 
 
 def resolve(
@@ -52,6 +69,9 @@ def resolve(
         if fire.at > state.expires_at:
             change.late += 1
             verdicts.append(Verdict("late", state.expires_at))
+        elif state.settle_reason == "released":
+            change.late += 1
+            verdicts.append(Verdict("released", state.expires_at))
         elif key not in fresh or key in consumed:
             change.duplicates += 1
             verdicts.append(Verdict("duplicate", state.expires_at))
@@ -67,11 +87,11 @@ def resolve(
 
 
 def candidates(fires: Sequence[Fire], current: dict[uuid.UUID, Current]) -> list[FireKey]:
-    """The fires worth offering to pop_fires: known ad requests, fired in time, each key once."""
+    """The fires worth offering to pop_fires: known, unreleased ad requests, fired in time, each key once."""
     keys: dict[FireKey, int] = {}
     for fire in fires:
         state = current.get(fire.ad_request_id)
-        if state is not None and fire.at <= state.expires_at:
+        if state is not None and fire.at <= state.expires_at and state.settle_reason != "released":
             keys.setdefault((fire.ad_request_id, fire.event, fire.layer), fire.at)
     return list(keys)
 
@@ -82,3 +102,83 @@ def first_fire_times(fires: Sequence[Fire], keys: list[FireKey]) -> list[int]:
     for fire in fires:
         first.setdefault((fire.ad_request_id, fire.event, fire.layer), fire.at)
     return [first[k] for k in keys]
+
+
+def _played(state: Current, change: RowChange | None) -> bool:
+    return state.played or (change is not None and "impression_at" in change.set_times)
+
+
+def resolve_releases(
+    releases: Sequence[Release], current: dict[uuid.UUID, Current], changes: dict[uuid.UUID, RowChange]
+) -> list[Verdict]:
+    """Each release's outcome, after this batch's fires (a release behind a counted impression is `played`).
+
+    Another account's ad request is `unknown`, exactly like a missing one: the uuid must not reveal that it
+    exists. A release after the expiry is `late` and settles the ad request as expired, which returns the
+    same reservations the sweep would, only sooner.
+    """
+    verdicts: list[Verdict] = []
+    for op in releases:
+        state = current.get(op.ad_request_id)
+        if state is None or state.account_id != op.account_id:
+            verdicts.append(Verdict("unknown"))
+            continue
+        change = changes.get(op.ad_request_id)
+        settled = (change.settle_reason if change is not None else None) or state.settle_reason
+        outcome: Outcome
+        if _played(state, change):
+            outcome = "played"
+        elif settled == "released":
+            outcome = "already_released"
+        elif op.at > state.expires_at or settled is not None:
+            outcome = "late"
+            if settled is None:
+                changes.setdefault(op.ad_request_id, RowChange()).settle(op.at, "expired")
+        else:
+            outcome = "released"
+            changes.setdefault(op.ad_request_id, RowChange()).settle(op.at, "released")
+        verdicts.append(Verdict(outcome, state.expires_at))
+    return verdicts
+
+
+def resolve_settles(
+    due: Sequence[uuid.UUID], current: dict[uuid.UUID, Current], changes: dict[uuid.UUID, RowChange], now: int
+) -> int:
+    """Settle the expired ad requests the sweep found: `played` if their impression counted, else `expired`.
+
+    Ones already settled (before this batch, or by a release in it) are skipped. Returns how many it settled.
+    """
+    settled = 0
+    for ad_request_id in due:
+        state = current.get(ad_request_id)
+        if state is None or state.settle_reason is not None:
+            continue
+        change = changes.setdefault(ad_request_id, RowChange())
+        if change.settle_reason is not None:
+            continue
+        change.settle(now, "played" if _played(state, change) else "expired")
+        settled += 1
+    return settled
+
+
+def counter_moves(
+    current: dict[uuid.UUID, Current], changes: dict[uuid.UUID, RowChange]
+) -> tuple[list[str], list[str]]:
+    """The claims (JSON) to deliver and to release because of this batch's changes.
+
+    Delivered: an impression counted on an ad request still holding its reservation. Released: an ad request
+    settled as released or expired in this batch. An ad request settled before this batch holds nothing any
+    more (a fire still in time after an early expiry settle is counted as Proof of Play, but no reservation
+    is left to move, so no cap can be over-delivered by it).
+    """
+    delivered: list[str] = []
+    released: list[str] = []
+    for ad_request_id, change in changes.items():
+        state = current[ad_request_id]
+        if state.claims is None or state.settle_reason is not None:
+            continue
+        if "impression_at" in change.set_times:
+            delivered.append(state.claims)
+        elif change.settle_reason in ("released", "expired"):
+            released.append(state.claims)
+    return delivered, released

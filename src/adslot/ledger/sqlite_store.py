@@ -15,15 +15,19 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from adslot.ledger.records import COLUMNS, ISSUE_COLUMNS, AdRequest, Fire, Issue, Operation, Verdict
-from adslot.ledger.resolve import Current, FireKey, candidates, first_fire_times, resolve
+from adslot.ledger.records import COLUMNS, ISSUE_COLUMNS, AdRequest, Operation, Verdict
+from adslot.ledger.resolve import FireKey
 from adslot.ledger.store import (
     COALESCE_SET,
+    COUNTER_COLUMNS,
     COUNTER_SET,
+    DUE_WHERE,
     INSERT_COLUMNS,
     SELECT_ONE,
+    SET_ONCE_COLUMNS,
     STATE_COLUMNS,
-    TIME_COLUMNS,
+    STATS_UPSERT_SET,
+    Batch,
     change_values,
     current_of,
     issue_values,
@@ -37,12 +41,25 @@ FIRST_FIRES = (
 )
 UPDATE = (
     "UPDATE ad_requests SET "
-    + COALESCE_SET.format(**{c: "?" for c in TIME_COLUMNS})
+    + COALESCE_SET.format(**{c: "?" for c in SET_ONCE_COLUMNS})
     + ", "
     + COUNTER_SET.format(dups="?", late="?")
     + " WHERE id = ?"
 )
-STATE_CHUNK = 500
+STATE = f"SELECT {', '.join(STATE_COLUMNS)} FROM ad_requests WHERE id IN ({{marks}})"
+DUE = f"SELECT {', '.join(STATE_COLUMNS)} FROM ad_requests WHERE " + DUE_WHERE.format(before="?", limit="?")
+COUNTERS = f"SELECT {', '.join(COUNTER_COLUMNS)} FROM delivery_counters WHERE key IN ({{marks}})"
+WRITE_COUNTERS = (
+    f"INSERT INTO delivery_counters ({', '.join(COUNTER_COLUMNS)}) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (key) DO UPDATE SET cap = excluded.cap, reserved = excluded.reserved, "
+    "delivered = excluded.delivered, last_at = excluded.last_at"
+)
+STATS = (
+    "INSERT INTO request_stats (venue_id, screen_id, hour, requests, fills) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (venue_id, screen_id, hour) DO UPDATE SET " + STATS_UPSERT_SET
+)
+CHUNK = 500
+"""Rows per IN list or multi-row VALUES: well under SQLite's bound-parameter limit."""
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -59,35 +76,59 @@ def _row_to_record(row: tuple[object, ...]) -> AdRequest:
     return AdRequest(**values)  # type: ignore[arg-type]
 
 
-def _current(conn: sqlite3.Connection, ids: list[uuid.UUID]) -> dict[uuid.UUID, Current]:
-    found: dict[uuid.UUID, Current] = {}
-    for i in range(0, len(ids), STATE_CHUNK):
-        chunk = ids[i : i + STATE_CHUNK]
-        query = (
-            f"SELECT {', '.join(STATE_COLUMNS)} FROM ad_requests WHERE id IN ({', '.join('?' * len(chunk))})"
-        )
+def _read_current(conn: sqlite3.Connection, batch: Batch) -> list[uuid.UUID]:
+    """The named ad requests' state, and the expired ones to settle (added to the state): their ids."""
+    ids = batch.named_ids()
+    for i in range(0, len(ids), CHUNK):
+        chunk = ids[i : i + CHUNK]
+        query = STATE.format(marks=", ".join("?" * len(chunk)))
         for row in conn.execute(query, [u.hex for u in chunk]):
-            found[uuid.UUID(hex=row[0])] = current_of(row[1:])
+            batch.current[uuid.UUID(hex=row[0])] = current_of(row[1:])
+    due = batch.due()
+    if due is None:
+        return []
+    found = []
+    for row in conn.execute(DUE, due):
+        ident = uuid.UUID(hex=row[0])
+        found.append(ident)
+        batch.current.setdefault(ident, current_of(row[1:]))
     return found
 
 
-def _apply_fires(conn: sqlite3.Connection, fires: list[Fire]) -> list[Verdict]:
-    current = _current(conn, list({f.ad_request_id for f in fires}))
-    keys = candidates(fires, current)
+def _first_fires(conn: sqlite3.Connection, batch: Batch) -> set[FireKey]:
+    keys = batch.fire_candidates()
     fresh: set[FireKey] = set()
-    times = first_fire_times(fires, keys)
-    for i in range(0, len(keys), STATE_CHUNK):
-        chunk = keys[i : i + STATE_CHUNK]
+    times = batch.first_fire_times(keys)
+    for i in range(0, len(keys), CHUNK):
+        chunk = keys[i : i + CHUNK]
         params = [
-            v
-            for key, at in zip(chunk, times[i : i + STATE_CHUNK], strict=True)
-            for v in (key[0].hex, *key[1:], at)
+            v for key, at in zip(chunk, times[i : i + CHUNK], strict=True) for v in (key[0].hex, *key[1:], at)
         ]
         rows = conn.execute(FIRST_FIRES.format(values=", ".join(["(?, ?, ?, ?)"] * len(chunk))), params)
         fresh.update((uuid.UUID(hex=r[0]), r[1], r[2]) for r in rows)
-    verdicts, changes = resolve(fires, current, fresh)
-    conn.executemany(UPDATE, [(*change_values(c), ident.hex) for ident, c in changes.items()])
-    return verdicts
+    return fresh
+
+
+def _apply(conn: sqlite3.Connection, batch: Batch) -> None:
+    """The batch plan's I/O, inside the caller's BEGIN IMMEDIATE (SQLite's one write lock)."""
+    due = _read_current(conn, batch)
+    fresh = _first_fires(conn, batch) if batch.fires else set()
+    batch.resolve(fresh, due)
+    keys = batch.counter_keys()
+    for i in range(0, len(keys), CHUNK):
+        chunk = keys[i : i + CHUNK]
+        batch.load(conn.execute(COUNTERS.format(marks=", ".join("?" * len(chunk))), chunk).fetchall())
+    batch.admit()
+    writes = batch.counter_writes()
+    if writes:
+        conn.executemany(WRITE_COUNTERS, writes)
+    if batch.admitted:
+        conn.executemany(INSERT, [(r.id.hex, *issue_values(r)[1:]) for r in batch.admitted])
+    if batch.changes:
+        conn.executemany(UPDATE, [(*change_values(c), ident.hex) for ident, c in batch.changes.items()])
+    stats = batch.stats()
+    if stats:
+        conn.executemany(STATS, stats)
 
 
 class SqliteLedgerStore:
@@ -120,18 +161,12 @@ class SqliteLedgerStore:
     def _apply_sync(self, operations: Sequence[Operation]) -> list[Verdict]:
         conn = self._writer
         assert conn is not None, "store not started"
-        issues = [op.record for op in operations if isinstance(op, Issue)]
-        fires = [op for op in operations if isinstance(op, Fire)]
+        batch = Batch.of(operations)
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if issues:
-                conn.executemany(INSERT, [(r.id.hex, *issue_values(r)[1:]) for r in issues])
-            fire_verdicts = iter(_apply_fires(conn, fires) if fires else [])
+            _apply(conn, batch)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        return [
-            Verdict("issued", op.record.expires_at) if isinstance(op, Issue) else next(fire_verdicts)
-            for op in operations
-        ]
+        return batch.verdicts()

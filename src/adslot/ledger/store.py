@@ -1,22 +1,59 @@
-"""The narrow interface between the ledger and a database, and the SQL both dialects share.
+"""The narrow interface between the ledger and a database, the SQL both dialects share, and the batch plan.
 
 A store applies a batch of operations in ONE transaction, under a write lock on the rows it touches, and
 returns one Verdict per operation; the group committer decides what goes in a batch. Dedupe rests on the
 pop_fires primary key (INSERT ... ON CONFLICT DO NOTHING), never on a read followed by an unlocked write, so
-simultaneous duplicate pixels count once, across workers too. The rules themselves live in resolve.py.
+simultaneous duplicate pixels count once, across workers too. The rules themselves live in resolve.py
+(Proof of Play, releases, expiry) and budget.py (reservations).
+
+Both stores run the same plan (Batch), doing only the I/O between its steps, in this order, which is also
+the order in which PostgreSQL takes its row locks (so concurrent workers cannot deadlock):
+1. lock the ad requests that fires and releases name (by id); pick the expired ones to settle;
+2. offer the first fires to pop_fires; resolve fires, then releases, then the expiry settle;
+3. load the counters that issues claim and that settled ad requests move (insert missing rows, lock by key);
+4. deliver and release, then admit each issue in turn; write counters, new ad requests, row changes and
+   request_stats (one statement each).
+Every read and write is keyed (primary key or the unsettled-expiry index): no scans on the hot path.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from adslot.ledger.records import COLUMNS, EVENT_COLUMNS, ISSUE_COLUMNS, AdRequest, Operation, Verdict
-from adslot.ledger.resolve import Current, RowChange
+from adslot.ledger.budget import Counter, Snapshot, admit, claim_keys, deliver, release
+from adslot.ledger.claims import claims_json, parse_claims
+from adslot.ledger.records import (
+    COLUMNS,
+    EVENT_COLUMNS,
+    ISSUE_COLUMNS,
+    AdRequest,
+    Fire,
+    Issue,
+    NoFill,
+    Operation,
+    Release,
+    Settle,
+    Verdict,
+)
+from adslot.ledger.resolve import (
+    Current,
+    FireKey,
+    RowChange,
+    candidates,
+    counter_moves,
+    first_fire_times,
+    resolve,
+    resolve_releases,
+    resolve_settles,
+)
 
 TIME_COLUMNS = tuple(EVENT_COLUMNS.values())
-STATE_COLUMNS = ("id", "expires_at", *TIME_COLUMNS)
+STATE_COLUMNS = ("id", "expires_at", *TIME_COLUMNS, "account_id", "claims", "settle_reason")
+COUNTER_COLUMNS = ("key", "cap", "reserved", "delivered", "last_at")
+HOUR = 3600
 
 
 class LedgerStore(Protocol):
@@ -31,22 +68,216 @@ class LedgerStore(Protocol):
 
 def current_of(row: Sequence[object]) -> Current:
     """A STATE_COLUMNS row (without its id) as the resolver's view of it."""
-    expires_at, *times = row
-    return Current(int(expires_at), dict(zip(TIME_COLUMNS, times, strict=True)))  # type: ignore[call-overload,arg-type]
+    expires_at, *rest = row
+    times = dict(zip(TIME_COLUMNS, rest[: len(TIME_COLUMNS)], strict=True))
+    account_id, claims, settle_reason = rest[len(TIME_COLUMNS) :]
+    return Current(
+        int(expires_at),  # type: ignore[call-overload]
+        times,  # type: ignore[arg-type]
+        int(account_id),  # type: ignore[call-overload]
+        claims,  # type: ignore[arg-type]
+        settle_reason,  # type: ignore[arg-type]
+    )
 
 
 def change_values(change: RowChange) -> tuple[object, ...]:
-    """(time per event column or None, duplicates to add, late fires to add), in UPDATE order."""
-    return (*(change.set_times.get(c) for c in TIME_COLUMNS), change.duplicates, change.late)
+    """(time per event column or None, settled_at, settle_reason, duplicates, late fires): UPDATE order."""
+    return (
+        *(change.set_times.get(c) for c in TIME_COLUMNS),
+        change.settled_at,
+        change.settle_reason,
+        change.duplicates,
+        change.late,
+    )
 
 
 def issue_values(record: AdRequest) -> tuple[object, ...]:
     return tuple(getattr(record, c) for c in ISSUE_COLUMNS)
 
 
+SET_ONCE_COLUMNS = (*TIME_COLUMNS, "settled_at", "settle_reason")
+"""The COALESCE_SET placeholders, in change_values order (the two counters follow)."""
 SELECT_ONE = f"SELECT {', '.join(COLUMNS)} FROM ad_requests WHERE id = "
 INSERT_COLUMNS = ", ".join(ISSUE_COLUMNS)
-COALESCE_SET = ", ".join(f"{c} = COALESCE(ad_requests.{c}, {{{c}}})" for c in TIME_COLUMNS)
+COALESCE_SET = ", ".join(f"{c} = COALESCE(ad_requests.{c}, {{{c}}})" for c in SET_ONCE_COLUMNS)
 COUNTER_SET = (
     "duplicate_count = ad_requests.duplicate_count + {dups}, late_count = ad_requests.late_count + {late}"
 )
+DUE_WHERE = "settled_at IS NULL AND expires_at < {before} ORDER BY expires_at LIMIT {limit}"
+"""Expired, unsettled ad requests, oldest first: exactly the partial index ix_ad_requests_unsettled_expiry."""
+STATS_UPSERT_SET = (
+    "requests = request_stats.requests + excluded.requests, fills = request_stats.fills + excluded.fills"
+)
+
+
+@dataclass(slots=True)
+class Batch:
+    """One batch's plan and state; pure: the store feeds it what it read and writes what it returns."""
+
+    operations: Sequence[Operation]
+    issues: list[Issue] = field(default_factory=list)
+    fires: list[Fire] = field(default_factory=list)
+    releases: list[Release] = field(default_factory=list)
+    settles: list[Settle] = field(default_factory=list)
+    no_fills: list[NoFill] = field(default_factory=list)
+    current: dict[uuid.UUID, Current] = field(default_factory=dict)
+    changes: dict[uuid.UUID, RowChange] = field(default_factory=dict)
+    fire_verdicts: list[Verdict] = field(default_factory=list)
+    release_verdicts: list[Verdict] = field(default_factory=list)
+    settled: int = 0
+    released_claims: list[str] = field(default_factory=list)
+    delivered_claims: list[str] = field(default_factory=list)
+    counters: dict[str, Counter] = field(default_factory=dict)
+    original: dict[str, Snapshot] = field(default_factory=dict)
+    issue_verdicts: list[Verdict] = field(default_factory=list)
+    admitted: list[AdRequest] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, operations: Sequence[Operation]) -> Batch:
+        batch = cls(operations)
+        for op in operations:
+            if isinstance(op, Fire):
+                batch.fires.append(op)
+            elif isinstance(op, Issue):
+                batch.issues.append(op)
+            elif isinstance(op, Release):
+                batch.releases.append(op)
+            elif isinstance(op, Settle):
+                batch.settles.append(op)
+            else:
+                batch.no_fills.append(op)
+        return batch
+
+    # -- step 1 ------------------------------------------------------------------------------------------
+
+    def named_ids(self) -> list[uuid.UUID]:
+        """The ad requests fires and releases name, sorted: the order PostgreSQL locks them in."""
+        return sorted({f.ad_request_id for f in self.fires} | {r.ad_request_id for r in self.releases})
+
+    def due(self) -> tuple[int, int] | None:
+        """(expired before, at most how many) for the expiry settle, or None without a Settle."""
+        if not self.settles:
+            return None
+        return max(s.now - s.grace for s in self.settles), max(s.limit for s in self.settles)
+
+    # -- step 2 ------------------------------------------------------------------------------------------
+
+    def fire_candidates(self) -> list[FireKey]:
+        return candidates(self.fires, self.current)
+
+    def first_fire_times(self, keys: list[FireKey]) -> list[int]:
+        return first_fire_times(self.fires, keys)
+
+    def resolve(self, fresh: set[FireKey], due: Sequence[uuid.UUID]) -> None:
+        """Fires first (an impression counted now makes a release `played`), then releases, then expiry."""
+        if self.fires:
+            self.fire_verdicts, self.changes = resolve(self.fires, self.current, fresh)
+        if self.releases:
+            self.release_verdicts = resolve_releases(self.releases, self.current, self.changes)
+        if due:
+            self.settled = resolve_settles(due, self.current, self.changes, self.settles[0].now)
+        self.delivered_claims, self.released_claims = counter_moves(self.current, self.changes)
+
+    # -- step 3 ------------------------------------------------------------------------------------------
+
+    def counter_keys(self) -> list[str]:
+        """Every counter this batch may read or write, sorted (PostgreSQL's lock order)."""
+        keys: set[str] = set()
+        for issue in self.issues:
+            if issue.claims:
+                keys.update(claim_keys(issue.claims))
+        for text in (*self.delivered_claims, *self.released_claims):
+            keys.update(key for key, _ in parse_claims(text))
+        return sorted(keys)
+
+    def load(self, rows: Sequence[Sequence[object]]) -> None:
+        """Counter rows as read under the lock: (key, cap, reserved, delivered, last_at)."""
+        for key, cap, reserved, delivered, last_at in rows:
+            counter = Counter(
+                None if cap is None else int(cap),  # type: ignore[call-overload]
+                int(reserved),  # type: ignore[call-overload]
+                int(delivered),  # type: ignore[call-overload]
+                None if last_at is None else int(last_at),  # type: ignore[call-overload]
+            )
+            self.counters[str(key)] = counter
+            self.original[str(key)] = counter.snapshot()
+
+    # -- step 4 ------------------------------------------------------------------------------------------
+
+    def admit(self) -> None:
+        """Move the settled reservations, then admit the issues in submission order."""
+        for text in self.delivered_claims:
+            deliver(text, self.counters)
+        for text in self.released_claims:
+            release(text, self.counters)
+        for issue in self.issues:
+            claims = issue.claims
+            record = issue.record
+            if claims:
+                reason = admit(claims, record.play_time, self.counters)
+                if reason is not None:
+                    self.issue_verdicts.append(Verdict("rejected", reason=reason))
+                    continue
+            self.admitted.append(replace(record, claims=claims_json(claims)))
+            self.issue_verdicts.append(Verdict("issued", record.expires_at))
+
+    def counter_writes(self) -> list[tuple[str, int | None, int, int, int | None]]:
+        """Counters this batch changed (or created), sorted by key, as (key, cap, reserved, delivered,
+        last_at)."""
+        writes = []
+        for key in sorted(self.counters):
+            snapshot = self.counters[key].snapshot()
+            if self.original.get(key) != snapshot:
+                writes.append((key, *snapshot))
+        return writes
+
+    def stats(self) -> list[tuple[str, str, int, int, int]]:
+        """(venue, screen or "", UTC hour of play_time, requests, fills): one row per key, sorted.
+
+        An issued ad request is a request and a fill; a no-fill is a request. A rejected Issue counts nothing:
+        its slot is retried with another campaign and ends as an issue or a NoFill, counted then.
+        """
+        rows: dict[tuple[str, str, int], list[int]] = {}
+        for record in self.admitted:
+            key = (record.venue_id, record.screen_id or "", record.play_time - record.play_time % HOUR)
+            row = rows.setdefault(key, [0, 0])
+            row[0] += 1
+            row[1] += 1
+        for op in self.no_fills:
+            key = (op.venue_id, op.screen_id or "", op.play_time - op.play_time % HOUR)
+            rows.setdefault(key, [0, 0])[0] += 1
+        return [(*key, requests, fills) for key, (requests, fills) in sorted(rows.items())]
+
+    # -- the answers -------------------------------------------------------------------------------------
+
+    def _snapshots(self, keys: Sequence[str] | set[str]) -> dict[str, Snapshot]:
+        counters = self.counters
+        return {key: counters[key].snapshot() for key in keys if key in counters}
+
+    def verdicts(self) -> list[Verdict]:
+        """One Verdict per operation, in submission order, with the counters as this batch leaves them."""
+        issues = iter(zip(self.issues, self.issue_verdicts, strict=True))
+        fires = iter(self.fire_verdicts)
+        releases = iter(self.release_verdicts)
+        settle_verdict: Verdict | None = None
+        out: list[Verdict] = []
+        for op in self.operations:
+            if isinstance(op, Fire):
+                out.append(next(fires))
+            elif isinstance(op, Issue):
+                issue, verdict = next(issues)
+                if issue.claims:
+                    verdict = replace(verdict, counters=self._snapshots(list(claim_keys(issue.claims))))
+                out.append(verdict)
+            elif isinstance(op, Release):
+                out.append(next(releases))
+            elif isinstance(op, Settle):
+                if settle_verdict is None:
+                    released = {key for text in self.released_claims for key, _ in parse_claims(text)}
+                    settle_verdict = Verdict(
+                        "settled", settled=self.settled, counters=self._snapshots(released)
+                    )
+                out.append(settle_verdict)
+            else:
+                out.append(Verdict("recorded"))
+        return out
