@@ -1,0 +1,34 @@
+"""A migrated production database per backend (SQLite, and PostgreSQL when configured), emptied of ad
+requests and request counts before each test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+from adslot.environment import prepare_database
+from adslot.storage.database import make_engine
+from adslot.storage.tables import ad_requests, request_stats
+from tests.conftest import BACKENDS, drop_schemas, free_port, make_settings
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[sa.Engine]:
+    settings, schemas = make_settings(tmp_path_factory.mktemp("reports"), str(request.param), free_port())
+    env = settings.environment("production")
+    prepare_database(env)
+    made = make_engine(env)
+    yield made
+    made.dispose()
+    if schemas:
+        drop_schemas(schemas)
+
+
+@pytest.fixture
+def db(engine: sa.Engine) -> sa.Engine:
+    with engine.begin() as conn:
+        conn.execute(sa.delete(ad_requests))
+        conn.execute(sa.delete(request_stats))
+    return engine

@@ -1,0 +1,87 @@
+"""CSV and JSON renderings: the same figures, a header naming the grouped dimensions then the metrics,
+empty cells for null, RFC 4180 quoting and line ends."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from adslot.reporting.aggregate import fold
+from adslot.reporting.formats import (
+    delivery_csv,
+    delivery_json,
+    playlog_csv_header,
+    playlog_csv_rows,
+    playlog_json,
+)
+from adslot.reporting.query import parse_delivery
+from adslot.reporting.schemas import PlaylogPage, PlayRow
+from tests.reporting.test_aggregate import group
+
+METRICS = [
+    "requests",
+    "fills",
+    "fill_rate",
+    "plays",
+    "impressions",
+    "starts",
+    "first_quartiles",
+    "midpoints",
+    "third_quartiles",
+    "completes",
+    "completion_rate",
+    "late",
+    "duplicates",
+    "expired",
+    "released",
+]
+
+
+def report_of(group_by: str) -> object:
+    query = parse_delivery(start="0", end="3600", group_by=group_by)
+    return fold(
+        query,
+        [
+            group(venue_id='lobby, "east"', screen_id=None, fills=2, plays=1, impressions=1.25, starts=1),
+            group(venue_id="mall", screen_id="s1", fills=1),
+        ],
+        [{"venue_id": "mall", "screen_id": "s1", "requests": 3}],
+    )
+
+
+def test_delivery_csv_has_dimension_then_metric_columns_and_crlf_lines() -> None:
+    body = delivery_csv(report_of("screen")).decode()  # type: ignore[arg-type]
+    assert body.endswith("\r\n") and body.count("\r\n") == 3
+    rows = list(csv.reader(io.StringIO(body)))
+    assert rows[0] == ["venue_id", "screen_id", *METRICS]
+    assert body.splitlines()[1].startswith('"lobby, ""east""",,0,2,,1,1.25,')
+    assert (
+        rows[1]
+        == ['lobby, "east"', "", "0", "2", "", "1", "1.25", "1", "0", "0", "0", "0", "0.0"] + ["0"] * 4
+    )
+    assert rows[2][:6] == ["mall", "s1", "3", "1", "0.3333", "0"]
+    assert rows[2][12] == ""  # completion_rate without a start
+
+
+def test_delivery_json_is_the_envelope_and_rows_carry_only_grouped_dimensions() -> None:
+    body = json.loads(delivery_json(report_of("venue")))  # type: ignore[arg-type]
+    assert body["status"] == 200
+    assert body["data"]["group_by"] == ["venue"] and body["data"]["from"] == 0
+    row = body["data"]["rows"][0]
+    assert set(row) == {"venue_id", *METRICS}
+    assert set(body["data"]["totals"]) == set(METRICS)
+
+
+def test_playlog_csv_header_then_rows_with_empty_cells_for_events_not_counted() -> None:
+    row = PlayRow("u-1", "v1", None, 100, 1, 10, 1.5, 101, 102, None, None, None, None, 2, 0)
+    body = (playlog_csv_header() + playlog_csv_rows([row])).decode()
+    assert body.splitlines() == [
+        "ad_request_uuid,venue_id,screen_id,play_time,campaign_id,creative_id,impressions,impression_at,"
+        "start_at,first_quartile_at,midpoint_at,third_quartile_at,complete_at,duplicate_count,late_count",
+        "u-1,v1,,100,1,10,1.5,101,102,,,,,2,0",
+    ]
+    page = PlaylogPage(venue_id="v1", screen_id=None, from_=0, to=200, rows=[row], next_cursor=None)
+    data = json.loads(playlog_json(page))["data"]
+    assert data["rows"][0]["screen_id"] is None and data["rows"][0]["start_at"] == 102
+    assert (data["from"], data["next_cursor"]) == (0, None)
