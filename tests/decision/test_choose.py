@@ -7,12 +7,16 @@ from collections import Counter
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adslot.decision.choose import Choice, choose
-from adslot.decision.dayparts import Daypart, compile_dayparts
+from adslot.decision.dayparts import Daypart, active, compile_dayparts
+from adslot.decision.fit import fits
 from adslot.decision.index import DecisionIndex
-from adslot.decision.model import LiveCampaign, ScreenProfile, Targeting, VenueProfile
+from adslot.decision.model import ALL_HOURS, LiveCampaign, ScreenProfile, Targeting, Tier, VenueProfile
 from adslot.decision.slot import Slot
+from adslot.decision.targeting import screen_allowed, venue_excluded, venue_matches
 from tests.decision.factories import END, HOUR, START, campaign, creative, slot, utc
 
 Accept = Callable[[LiveCampaign], bool]
@@ -461,3 +465,143 @@ def test_choose_draws_only_from_the_given_random_source() -> None:
     first = draws(MIXED, 99)
     random.seed(2)
     assert draws(MIXED, 99) == first
+
+
+# --- properties ---------------------------------------------------------------------------------------------
+
+VENUES = (
+    VenueProfile("v1", venue_type="mall", tags=frozenset({"indoor"}), country="DE"),
+    VenueProfile("v2", venue_type="airport", tags=frozenset({"indoor", "premium"}), country="FR"),
+    VenueProfile("v3", timezone="America/New_York"),
+)
+SCREENS: tuple[tuple[str | None, ScreenProfile | None], ...] = (
+    (None, None),
+    ("s1", ScreenProfile("v", "s1", width=1920, height=1080)),
+    ("s2", ScreenProfile("v", "s2", orientation="portrait", max_duration_seconds=10)),
+    ("s3", None),
+)
+TIER_NAMES: tuple[Tier, ...] = ("sponsorship", "standard", "house")
+TARGETINGS = (
+    Targeting(),
+    Targeting(),
+    Targeting(),
+    Targeting(venue_ids=frozenset({"v1"})),
+    Targeting(venue_ids=frozenset({"v2", "v3"})),
+    Targeting(venue_types=frozenset({"mall", "airport"})),
+    Targeting(venue_tags=frozenset({"premium"})),
+    Targeting(countries=frozenset({"de"})),
+    Targeting(venue_tags=frozenset({"indoor"}), countries=frozenset({"FR"})),
+    Targeting(screen_ids=frozenset({"s1"})),
+    Targeting(venue_ids=frozenset({"v1", "v3"}), screen_ids=frozenset({"s2", "s3"})),
+)
+EXCLUSIONS = (
+    Targeting(),
+    Targeting(),
+    Targeting(),
+    Targeting(venue_ids=frozenset({"v1"})),
+    Targeting(venue_tags=frozenset({"premium"})),
+    Targeting(screen_ids=frozenset({"s1"})),
+)
+CREATIVE_SPECS = tuple(
+    (width, height, duration, weight)
+    for width, height in ((1920, 1080), (3840, 2160), (1080, 1920), (1000, 1000))
+    for duration in (5, 15)
+    for weight in (0, 1, 3)
+)
+
+
+@st.composite
+def campaigns_strategy(draw: st.DrawFn, campaign_id: int) -> LiveCampaign:
+    specs = draw(st.lists(st.sampled_from(CREATIVE_SPECS), min_size=1, max_size=3))
+    creatives = tuple(
+        creative(campaign_id * 100 + n, campaign_id, width=w, height=h, duration_seconds=d, weight=cw)
+        for n, (w, h, d, cw) in enumerate(specs)
+    )
+    start = START + draw(st.integers(-2, 2)) * HOUR
+    return campaign(
+        campaign_id,
+        tier=draw(st.sampled_from(TIER_NAMES)),
+        weight=draw(st.integers(0, 5)),
+        share_of_voice=draw(st.sampled_from((None, None, None, 0.0, 0.1, 0.4, 0.8, 1.0))),
+        hours_of_week=draw(st.sampled_from((ALL_HOURS, ALL_HOURS, 0, (1 << 84) - 1, ALL_HOURS ^ 0b1110))),
+        start_at=start,
+        end_at=start + draw(st.integers(0, 8)) * HOUR,
+        targeting=draw(st.sampled_from(TARGETINGS)),
+        exclusions=draw(st.sampled_from(EXCLUSIONS)),
+        creatives=creatives,
+    )
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[list[LiveCampaign], Slot, frozenset[int], frozenset[int], int]:
+    count = draw(st.integers(0, 16))
+    catalog = [draw(campaigns_strategy(n)) for n in range(1, count + 1)]
+    screen_id, screen = draw(st.sampled_from(SCREENS))
+    at = slot(
+        draw(st.sampled_from(VENUES)),
+        START + draw(st.integers(0, 3)) * HOUR + draw(st.integers(0, HOUR - 1)),
+        screen_id=screen_id,
+        screen=screen,
+    )
+    ids = list(range(1, count + 1))
+    refused = draw(st.frozensets(st.sampled_from(ids), max_size=3)) if ids else frozenset()
+    excluded = draw(st.frozensets(st.sampled_from(ids), max_size=2)) if ids else frozenset()
+    return catalog, at, refused, excluded, draw(st.integers(0, 2**32))
+
+
+def eligible_by_the_rules(c: LiveCampaign, at: Slot, excluded: frozenset[int]) -> bool:
+    """The definition, rule by rule, without the index: everything but ``accept``."""
+    drawable = c.weight > 0 if c.share_of_voice is None else c.share_of_voice > 0
+    return (
+        drawable
+        and c.start_at <= at.play_time < c.end_at
+        and active(c.hours_of_week, at.hour_of_week)
+        and venue_matches(c.targeting, at.venue)
+        and not venue_excluded(c.exclusions, at.venue)
+        and screen_allowed(c, at.screen_id)
+        and any(cr.weight > 0 and fits(cr, at.screen) for cr in c.creatives)
+        and c.id not in excluded
+    )
+
+
+@settings(max_examples=250, deadline=None)
+@given(scenarios())
+def test_property_the_choice_is_eligible_from_the_highest_eligible_tier(
+    scenario: tuple[list[LiveCampaign], Slot, frozenset[int], frozenset[int], int],
+) -> None:
+    catalog, at, refused, excluded, seed = scenario
+    recorder = Recorder(refused)
+    choice = choose(DecisionIndex.build(catalog), at, random.Random(seed), recorder, excluded)
+    eligible = [c for c in catalog if eligible_by_the_rules(c, at, excluded) and c.id not in refused]
+    if not eligible:
+        assert choice is None
+        return
+    assert choice is not None
+    assert choice.campaign in eligible
+    assert TIER_NAMES.index(choice.campaign.tier) == min(TIER_NAMES.index(c.tier) for c in eligible)
+    assert choice.creative in choice.campaign.creatives
+    assert choice.creative.weight > 0 and fits(choice.creative, at.screen)
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios())
+def test_property_accept_is_asked_at_most_once_per_campaign_and_only_about_otherwise_eligible_ones(
+    scenario: tuple[list[LiveCampaign], Slot, frozenset[int], frozenset[int], int],
+) -> None:
+    catalog, at, refused, excluded, seed = scenario
+    recorder = Recorder(refused)
+    choose(DecisionIndex.build(catalog), at, random.Random(seed), recorder, excluded)
+    by_id = {c.id: c for c in catalog}
+    assert len(recorder.asked) == len(set(recorder.asked))
+    assert all(eligible_by_the_rules(by_id[i], at, excluded) for i in recorder.asked)
+
+
+@settings(max_examples=100, deadline=None)
+@given(scenarios())
+def test_property_the_same_seed_makes_the_same_choice_on_a_fresh_index(
+    scenario: tuple[list[LiveCampaign], Slot, frozenset[int], frozenset[int], int],
+) -> None:
+    catalog, at, refused, excluded, seed = scenario
+    first = choose(DecisionIndex.build(catalog), at, random.Random(seed), Recorder(refused), excluded)
+    again = choose(DecisionIndex.build(catalog), at, random.Random(seed), Recorder(refused), excluded)
+    assert first == again
