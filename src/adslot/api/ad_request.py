@@ -11,12 +11,11 @@ from adslot import __version__
 from adslot.api.auth import authenticate
 from adslot.api.reply import NO_STORE, XML, Reply, error_reply, json_reply
 from adslot.auth.keys import SCOPE_AD_REQUEST
-from adslot.decision.choose import choose
 from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.ids import uuid7
-from adslot.ledger.records import AdRequest, Issue
 from adslot.sandbox.seed import NO_FILL_VENUE
+from adslot.serving.fill import SlotRequest, fill_slot
 from adslot.vast.wrapper import build_wrapper
 
 FORMATS = ("json", "xml")
@@ -131,21 +130,19 @@ async def _ad_request(
             return Reply(204, headers=[NO_STORE])
     elif request.venue_id not in catalog.venues:
         raise ApiError(422, "unknown_venue", f"venue {request.venue_id!r} is not registered", "venue_id")
-    choice = choose(catalog.index, request.venue_id, request.play_time, env.rng)
-    if choice is None:
-        return Reply(204, headers=[NO_STORE])
-    record = AdRequest(
-        id=uuid7(),
-        account_id=account.account_id,
-        venue_id=request.venue_id,
-        screen_id=request.screen_id,
-        play_time=request.play_time,
-        created_at=now,
-        expires_at=request.play_time + env.settings.play_window_seconds,
-        campaign_id=choice.campaign.id,
-        creative_id=choice.creative.id,
+    filled = await fill_slot(
+        catalog,
+        env.delivery_cache,
+        env.writer,
+        env.rng,
+        SlotRequest(account.account_id, request.venue_id, request.screen_id, request.play_time),
+        now=now,
+        play_window_seconds=env.settings.play_window_seconds,
+        new_id=uuid7,
     )
-    await env.writer.submit(Issue(record))
+    if filled is None:
+        return Reply(204, headers=[NO_STORE])
+    record = filled[0]
     uuid_text = str(record.id)
     vast = build_wrapper(
         base_url=env.base_url,

@@ -66,17 +66,59 @@ class AdRequestRecord(msgspec.Struct):
     play_time: int
     created_at: int
     ad_request_expired_at: int
-    state: Literal["issued", "played", "expired"]
+    state: Literal["issued", "played", "expired", "released"]
     campaign_id: int
     creative_id: int
     events: EventTimes
     duplicate_count: int
     late_count: int
+    plays: int
+    impressions: float
+    impressions_per_play: float
+    settled_at: int | None
+    settle_reason: Literal["released", "expired", "played"] | None
 
 
 class RecordEnvelope(msgspec.Struct):
     status: int
     data: AdRequestRecord
+
+
+class ReleaseResult(msgspec.Struct):
+    ad_request_uuid: str
+    result: Literal["released", "already_released"]
+
+
+class ReleaseEnvelope(msgspec.Struct):
+    status: int
+    data: ReleaseResult
+
+
+class ManifestCreative(msgspec.Struct):
+    creative_id: int
+    campaign_id: int
+    name: str
+    media_url: str
+    mime_type: str
+    width: int
+    height: int
+    duration_seconds: int
+    bitrate_kbps: int | None
+    size_bytes: int | None
+    sha256: str | None
+
+
+class Manifest(msgspec.Struct):
+    venue_id: str
+    screen_id: str | None
+    from_: int = msgspec.field(name="from")
+    to: int = 0
+    creatives: list[ManifestCreative] = msgspec.field(default_factory=list)
+
+
+class ManifestEnvelope(msgspec.Struct):
+    status: int
+    data: Manifest
 
 
 def error_spec(description: str) -> ResponseSpec:

@@ -31,7 +31,16 @@ from litestar.params import HeaderParameter, PathParameter, QueryParameter
 from adslot.api.ad_request import FORMATS, handle_ad_request
 from adslot.api.adapters import env_of, reply_response
 from adslot.api.auth import HEADER, authenticate
-from adslot.api.docs import AD_REQUEST_BODY, AdRequestEnvelope, EventEnvelope, RecordEnvelope, error_spec
+from adslot.api.docs import (
+    AD_REQUEST_BODY,
+    AdRequestEnvelope,
+    EventEnvelope,
+    ManifestEnvelope,
+    RecordEnvelope,
+    ReleaseEnvelope,
+    error_spec,
+)
+from adslot.api.lease import handle_manifest, handle_release
 from adslot.api.proof_of_play import LAYERS, handle_event, handle_inline_vast, record_view
 from adslot.api.reply import NO_STORE, Reply, error_reply, json_reply
 from adslot.auth.keys import SCOPE_AD_REQUEST
@@ -352,5 +361,73 @@ async def get_record(
     return reply_response(json_reply(200, record_view(record, int(time.time())), NO_STORE))
 
 
-HOT_ROUTES = [ad_request, inline_vast, impression, tracking, impression_head, tracking_head, get_record]
+@post(
+    "/api/v1/ad/request/{ad_request_uuid:str}/release",
+    operation_id="releaseAdRequest",
+    summary="Give an unplayed ad request back, freeing its reservation at once",
+    description=(
+        "For a player that will not play the ad (screen off, content override). The slot's reservations "
+        "against caps, pacing and frequency are returned at once, so the budget can be sold elsewhere; its "
+        "VAST and pixels then answer 410 ad_request_released. Releasing twice answers already_released."
+    ),
+    tags=["ad request"],
+    security=[{"SspKey": []}],
+    status_code=200,
+    responses={
+        200: ResponseSpec(ReleaseEnvelope, generate_examples=False, description="Released."),
+        404: error_spec("No such ad request for this account."),
+        409: error_spec("ad_request_played: a played ad request cannot be given back."),
+        410: error_spec("ad_request_expired: it expired unplayed; its reservation is already free."),
+        **ERRORS,
+    },
+)
+async def release(
+    request: Request[Any, Any, Any], ad_request_uuid: AdRequestUuidPath, ssp_key: SspKey = None
+) -> Response[bytes]:
+    return reply_response(await handle_release(env_of(request), key=ssp_key, ad_request_uuid=ad_request_uuid))
+
+
+@get(
+    "/api/v1/ad/manifest",
+    operation_id="getCreativeManifest",
+    summary="Every creative that may play on a screen in the next hours, to download ahead",
+    description=(
+        "Lists each creative of the campaigns whose flight, dayparts (venue-local), targeting and screen fit "
+        "allow it at this venue and screen within the window, with its URL, size, duration and SHA-256. "
+        "Caps and pacing are not applied: a listed creative may not play, an unlisted one never does."
+    ),
+    tags=["ad request"],
+    security=[{"SspKey": []}],
+    responses={
+        200: ResponseSpec(ManifestEnvelope, generate_examples=False, description="The manifest."),
+        422: error_spec("unknown_venue: the venue is not registered (production)."),
+        **ERRORS,
+    },
+    operation_class=documented(required=("venue_id",)),
+)
+async def manifest(
+    request: Request[Any, Any, Any],
+    venue_id: Annotated[str | None, query("Your identifier of the venue")] = None,
+    screen_id: Annotated[str | None, query("Your identifier of the screen (its fit rules apply)")] = None,
+    hours: Annotated[str | None, query("The window, in hours from now: 1 to 72, default 24")] = None,
+    ssp_key: SspKey = None,
+) -> Response[bytes]:
+    return reply_response(
+        await handle_manifest(
+            env_of(request), key=ssp_key, venue_id=venue_id, screen_id=screen_id, hours=hours
+        )
+    )
+
+
+HOT_ROUTES = [
+    ad_request,
+    inline_vast,
+    impression,
+    tracking,
+    impression_head,
+    tracking_head,
+    get_record,
+    release,
+    manifest,
+]
 __all__ = ["HEADER", "HOT_ROUTES"]

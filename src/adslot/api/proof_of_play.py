@@ -21,7 +21,7 @@ from adslot.vast.wrapper import EMPTY_VAST
 LAYERS = ("wrapper", "inline")
 
 
-def _uuid(raw: str | None) -> uuid.UUID:
+def uuid_of(raw: str | None) -> uuid.UUID:
     if raw is None or raw == "":
         raise ApiError(400, "missing_ad_request_uuid", "ad_request_uuid is required", "ad_request_uuid")
     parsed = parse_uuid(raw)
@@ -38,6 +38,14 @@ async def _find(env: Environment, ad_request_id: uuid.UUID) -> AdRequest:
     if record is None:
         raise UNKNOWN
     return record
+
+
+RELEASED = ApiError(
+    410,
+    "ad_request_released",
+    "the player gave this ad request back; it can no longer play",
+    "ad_request_uuid",
+)
 
 
 def _expired(expires_at: int, now: int) -> ApiError:
@@ -59,7 +67,7 @@ async def handle_event(
     `events` is what the URL accepts: the tracking URL passes QUARTILE_EVENTS (impressions have their own).
     """
     try:
-        ad_request_id = _uuid(ad_request_uuid)
+        ad_request_id = uuid_of(ad_request_uuid)
         if event is None or event == "":
             raise ApiError(400, "missing_event", "event is required", "event")
         if event not in events:
@@ -74,6 +82,8 @@ async def handle_event(
         if verdict.outcome == "late":
             assert verdict.expires_at is not None
             raise _expired(verdict.expires_at, now)
+        if verdict.outcome == "released":
+            raise RELEASED
     except ApiError as error:
         return error_reply(error, NO_STORE)
     return json_reply(
@@ -81,7 +91,7 @@ async def handle_event(
     )
 
 
-def _media_url(env: Environment, url: str) -> str:
+def media_url(env: Environment, url: str) -> str:
     return env.base_url + url if url.startswith("/") else url
 
 
@@ -97,6 +107,8 @@ async def handle_inline_vast(env: Environment, ad_request_uuid: str) -> Reply:
             raise ApiError(400, "malformed_ad_request_uuid", "not a UUID", "ad_request_uuid")
         record = await _find(env, parsed)
         now = int(time.time())
+        if record.settle_reason == "released":
+            raise RELEASED
         if now > record.expires_at:
             raise _expired(record.expires_at, now)
         catalog = env.catalog
@@ -116,7 +128,7 @@ async def handle_inline_vast(env: Environment, ad_request_uuid: str) -> Reply:
             title=creative.name,
             duration_seconds=creative.duration_seconds,
             media=MediaFile(
-                url=_media_url(env, creative.media_url),
+                url=media_url(env, creative.media_url),
                 mime_type=creative.mime_type,
                 width=creative.width,
                 height=creative.height,
@@ -151,4 +163,9 @@ def record_view(record: AdRequest, now: int) -> dict[str, object]:
         },
         "duplicate_count": record.duplicate_count,
         "late_count": record.late_count,
+        "plays": 1 if record.impression_at is not None else 0,
+        "impressions": round(record.impressions, 3) if record.impression_at is not None else 0,
+        "impressions_per_play": round(record.impressions, 3),
+        "settled_at": record.settled_at,
+        "settle_reason": record.settle_reason,
     }
