@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -14,16 +16,18 @@ import sqlalchemy as sa
 
 from adslot.auth import repository as keys_repo
 from adslot.campaigns import repository as campaigns_repo
-from adslot.campaigns.schemas import AdvertiserIn, CampaignIn, CampaignPatch, CreativeIn
+from adslot.campaigns.schemas import AdvertiserIn, CampaignIn, CampaignPatch, CreativeIn, CreativePatch
 from adslot.catalog import bump_version
 from adslot.environment import prepare_database
 from adslot.errors import ApiError
 from adslot.inventory import repository as inventory_repo
-from adslot.inventory.schemas import ScreenIn, VenueIn
+from adslot.inventory.csv_import import import_venues
+from adslot.inventory.schemas import ScreenIn, ScreenPatch, VenueIn, VenuePatch
 from adslot.settings import ENVIRONMENTS, SettingsError, load_settings
 from adslot.storage.database import make_engine
 
 T = TypeVar("T")
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 ENV_OPTION = click.option(
     "--env",
     "env_name",
@@ -32,6 +36,21 @@ ENV_OPTION = click.option(
     show_default=True,
     help="Which environment's database to act on.",
 )
+
+
+class CommandError(click.ClickException):
+    """Refused input, printed with the API's error code; exit status 2, like any other usage error."""
+
+    exit_code = 2
+
+
+def _api_error(exc: ApiError) -> CommandError:
+    where = f" (field: {exc.field})" if exc.field else ""
+    lines = [f"{exc.code}: {exc.message}{where}"]
+    lines += [
+        f"  line {p.line}: {p.column or '-'}: {p.code}: {p.message}" for p in getattr(exc, "details", ())
+    ]
+    return CommandError("\n".join(lines))
 
 
 def _run(env_name: str, fn: Callable[[sa.Connection], T], *, write: bool = False) -> T:
@@ -49,7 +68,7 @@ def _run(env_name: str, fn: Callable[[sa.Connection], T], *, write: bool = False
                 bump_version(conn)
             return result
     except ApiError as exc:
-        raise click.ClickException(f"{exc.code}: {exc.message}") from exc
+        raise _api_error(exc) from exc
     finally:
         engine.dispose()
 
@@ -58,11 +77,55 @@ def _echo(value: Any) -> None:
     click.echo(json.dumps(msgspec.to_builtins(value), indent=2))
 
 
-def _convert(data: dict[str, Any], kind: type[T]) -> T:
+def _convert(data: dict[str, Any], kind: type[T], clear: dict[str, object] | None = None) -> T:
+    """The flags given (and the members to clear) as the JSON body the API would receive, decoded by the
+    same schema: the CLI accepts and refuses exactly what the API does, with the same code and field."""
+    body = {k: v for k, v in data.items() if v is not None and v != ()} | (clear or {})
     try:
-        return msgspec.convert({k: v for k, v in data.items() if v is not None}, kind)
+        return msgspec.json.decode(msgspec.json.encode(body), type=kind)
     except msgspec.ValidationError as exc:
-        raise click.ClickException(str(exc)) from exc
+        message, _, path = str(exc).partition(" - at `$")
+        field = path.rstrip("`").lstrip(".") or None
+        raise _api_error(ApiError(400, "invalid_field", message, field)) from exc
+
+
+def _json(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """A JSON option's value; None when the option is not given (--clear empties a member)."""
+    if value is None:
+        return None
+    try:
+        return msgspec.json.decode(value)
+    except msgspec.DecodeError as exc:
+        raise CommandError(f"invalid_json: --{(param.name or '').replace('_', '-')}: {exc}") from exc
+
+
+def _json_option(name: str, help: str) -> Decorator:
+    return click.option(name, callback=_json, metavar="JSON", help=help)
+
+
+def _options(*options: Decorator) -> Decorator:
+    """Several options as one decorator, listed in --help in the order given."""
+
+    def apply(command: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return apply
+
+
+def _clear_option(*members: str) -> Decorator:
+    return click.option(
+        "--clear",
+        "clear",
+        multiple=True,
+        type=click.Choice(members),
+        help="Empty this member (null, or [] for a list); repeat for several.",
+    )
+
+
+def _cleared(names: tuple[str, ...], lists: frozenset[str] = frozenset()) -> dict[str, object]:
+    return {name: [] if name in lists else None for name in names}
 
 
 @click.group()
@@ -183,17 +246,45 @@ def venues() -> None:
     """Venues and screens."""
 
 
+VENUE_OPTIONS = _options(
+    click.option("--latitude", type=float),
+    click.option("--longitude", type=float),
+    click.option("--venue-type", help="OpenOOH venue taxonomy id, e.g. 1.1"),
+    click.option("--tag", "tags", multiple=True, help="A label campaigns target; repeat."),
+    click.option("--country", help="ISO 3166-1 alpha-2"),
+    click.option("--region"),
+    click.option("--city"),
+    click.option("--impressions-per-play", type=float, help="Audience of one play (default 1.0)."),
+    _json_option("--hourly-impressions", "168 impressions-per-play figures, Monday 00h first."),
+)
+"""The venue members add and update share (add requires --name)."""
+
+
 @venues.command("add")
 @ENV_OPTION
 @click.option("--venue-id", required=True)
 @click.option("--name", required=True)
 @click.option("--timezone", default="UTC", show_default=True)
-@click.option("--latitude", type=float)
-@click.option("--longitude", type=float)
-@click.option("--venue-type")
+@VENUE_OPTIONS
 def venues_add(env_name: str, **fields: Any) -> None:
+    """Register a venue."""
     data = _convert(fields, VenueIn)
     _echo(_run(env_name, lambda c: inventory_repo.create_venue(c, data), write=True))
+
+
+@venues.command("update")
+@ENV_OPTION
+@click.option("--venue-id", required=True)
+@click.option("--name")
+@click.option("--timezone")
+@VENUE_OPTIONS
+@_clear_option(
+    "latitude", "longitude", "venue_type", "tags", "country", "region", "city", "hourly_impressions"
+)
+def venues_update(env_name: str, venue_id: str, clear: tuple[str, ...], **fields: Any) -> None:
+    """Change a venue: only the members given change."""
+    patch = _convert(fields, VenuePatch, _cleared(clear, frozenset({"tags"})))
+    _echo(_run(env_name, lambda c: inventory_repo.update_venue(c, venue_id, patch), write=True))
 
 
 @venues.command("list")
@@ -202,16 +293,47 @@ def venues_list(env_name: str) -> None:
     _echo(_run(env_name, inventory_repo.list_venues))
 
 
+SCREEN_OPTIONS = _options(
+    click.option("--venue-id", required=True),
+    click.option("--screen-id", required=True),
+    click.option("--name"),
+    click.option("--width", type=int),
+    click.option("--height", type=int),
+    click.option("--orientation", type=click.Choice(["landscape", "portrait", "square"])),
+    click.option("--mime-type", "mime_types", multiple=True, help="A video type it plays; repeat."),
+    click.option("--max-duration-seconds", type=int),
+)
+
+
 @venues.command("add-screen")
 @ENV_OPTION
-@click.option("--venue-id", required=True)
-@click.option("--screen-id", required=True)
-@click.option("--name")
-@click.option("--width", type=int)
-@click.option("--height", type=int)
+@SCREEN_OPTIONS
 def venues_add_screen(env_name: str, venue_id: str, **fields: Any) -> None:
+    """Add a screen to a venue."""
     data = _convert(fields, ScreenIn)
     _echo(_run(env_name, lambda c: inventory_repo.add_screen(c, venue_id, data), write=True))
+
+
+@venues.command("update-screen")
+@ENV_OPTION
+@SCREEN_OPTIONS
+@_clear_option("name", "width", "height", "orientation", "mime_types", "max_duration_seconds")
+def venues_update_screen(
+    env_name: str, venue_id: str, screen_id: str, clear: tuple[str, ...], **fields: Any
+) -> None:
+    """Change a screen: only the members given change."""
+    patch = _convert(fields, ScreenPatch, _cleared(clear))
+    _echo(_run(env_name, lambda c: inventory_repo.update_screen(c, venue_id, screen_id, patch), write=True))
+
+
+@venues.command("import")
+@ENV_OPTION
+@click.argument("csv_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def venues_import(env_name: str, csv_file: Path) -> None:
+    """Create or update venues and screens from a CSV file (the columns of POST /api/v1/venues/import),
+    all or nothing."""
+    body = csv_file.read_bytes()
+    _echo(_run(env_name, lambda c: import_venues(c, body), write=True))
 
 
 @main.group()
@@ -222,10 +344,27 @@ def campaigns() -> None:
 @campaigns.command("add-advertiser")
 @ENV_OPTION
 @click.option("--name", required=True)
-@click.option("--category")
+@click.option("--category", help="Competitive separation keeps one category's campaigns apart.")
 def campaigns_add_advertiser(env_name: str, **fields: Any) -> None:
     data = _convert(fields, AdvertiserIn)
     _echo(_run(env_name, lambda c: campaigns_repo.create_advertiser(c, data), write=True))
+
+
+RULE_OPTIONS = _options(
+    click.option("--tier", type=click.Choice(["sponsorship", "standard", "house"])),
+    click.option("--weight", type=int, help="1..1000000 (default 100)"),
+    click.option("--timezone", help="IANA time zone of daily caps and pacing (default UTC)."),
+    _json_option("--targeting", '{"venue_types": ["1.1"], "geo": {"countries": ["DE"]}, ...}'),
+    _json_option("--exclusions", "Same shape as --targeting."),
+    _json_option("--dayparts", '[{"days": ["mon", "tue"], "start_hour": 7, "end_hour": 10}]'),
+    _json_option("--caps", '[{"period": "daily", "metric": "plays", "limit": 500}]'),
+    click.option("--cpm", type=float, help="Price per 1,000 impressions (needed by spend caps)."),
+    click.option("--pacing", type=click.Choice(["asap", "even"])),
+    _json_option("--frequency", '{"per_hour": 2, "per_day": 10} per screen'),
+    click.option("--separation-minutes", type=int),
+    click.option("--share-of-voice", type=float, help="0 < x <= 1"),
+)
+"""The decisioning members add and update share; nested ones are JSON, as in the API body."""
 
 
 @campaigns.command("add")
@@ -236,9 +375,31 @@ def campaigns_add_advertiser(env_name: str, **fields: Any) -> None:
 @click.option("--end-at", type=int, required=True, help="UTC epoch seconds")
 @click.option("--venue", "venue_ids", multiple=True, help="Targeted venue id; repeat. None: all venues.")
 @click.option("--status", type=click.Choice(["active", "paused"]), default="active", show_default=True)
+@RULE_OPTIONS
 def campaigns_add(env_name: str, venue_ids: tuple[str, ...], **fields: Any) -> None:
+    """Create a campaign."""
     data = _convert({**fields, "venue_ids": list(venue_ids) or None}, CampaignIn)
     _echo(_run(env_name, lambda c: campaigns_repo.create_campaign(c, data), write=True))
+
+
+@campaigns.command("update")
+@ENV_OPTION
+@click.argument("campaign_id", type=int)
+@click.option("--name")
+@click.option("--status", type=click.Choice(["active", "paused", "archived"]))
+@click.option("--start-at", type=int, help="UTC epoch seconds")
+@click.option("--end-at", type=int, help="UTC epoch seconds")
+@click.option("--venue", "venue_ids", multiple=True, help="Run only in these venues; repeat.")
+@click.option("--all-venues", is_flag=True, default=None, help="Run in every venue.")
+@RULE_OPTIONS
+@_clear_option("targeting", "exclusions", "dayparts", "caps", "cpm", "frequency", "share_of_voice")
+def campaigns_update(
+    env_name: str, campaign_id: int, venue_ids: tuple[str, ...], clear: tuple[str, ...], **fields: Any
+) -> None:
+    """Change a campaign: only the members given change; nested ones are replaced whole."""
+    cleared = _cleared(clear, frozenset({"dayparts", "caps"}))
+    patch = _convert({**fields, "venue_ids": list(venue_ids) or None}, CampaignPatch, cleared)
+    _echo(_run(env_name, lambda c: campaigns_repo.update_campaign(c, campaign_id, patch), write=True))
 
 
 @campaigns.command("set-status")
@@ -266,9 +427,40 @@ def campaigns_list(env_name: str) -> None:
 @click.option("--height", type=int, required=True)
 @click.option("--duration-seconds", type=int, required=True)
 @click.option("--bitrate-kbps", type=int)
-def campaigns_add_creative(env_name: str, campaign_id: int, **fields: Any) -> None:
+@click.option("--weight", type=int, help="Share among the campaign's creatives (default 100).")
+@click.option("--size-bytes", type=int)
+@click.option("--sha256", help="Lower-case hex SHA-256 of the media file.")
+@click.option(
+    "--media-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A local copy of the media: fills --size-bytes and --sha256 from it.",
+)
+def campaigns_add_creative(env_name: str, campaign_id: int, media_file: Path | None, **fields: Any) -> None:
+    """Add a creative to a campaign."""
+    if media_file is not None:
+        media = media_file.read_bytes()
+        fields |= {"size_bytes": len(media), "sha256": hashlib.sha256(media).hexdigest()}
     data = _convert(fields, CreativeIn)
     _echo(_run(env_name, lambda c: campaigns_repo.add_creative(c, campaign_id, data), write=True))
+
+
+@campaigns.command("update-creative")
+@ENV_OPTION
+@click.option("--campaign-id", type=int, required=True)
+@click.option("--creative-id", type=int, required=True)
+@click.option("--name")
+@click.option("--status", type=click.Choice(["active", "paused"]))
+@click.option("--weight", type=int)
+def campaigns_update_creative(env_name: str, campaign_id: int, creative_id: int, **fields: Any) -> None:
+    """Pause, resume, rename or reweigh a creative."""
+    patch = _convert(fields, CreativePatch)
+    _echo(
+        _run(
+            env_name,
+            lambda c: campaigns_repo.update_creative(c, campaign_id, creative_id, patch),
+            write=True,
+        )
+    )
 
 
 if __name__ == "__main__":

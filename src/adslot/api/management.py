@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import msgspec
 from litestar import Controller, Request, get, patch, post
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
+from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, RequestBody, Schema
 from litestar.params import JSONBody, PathParameter
 
 from adslot.api.adapters import env_of
 from adslot.api.auth import authenticate
 from adslot.api.docs import error_spec
+from adslot.api.hot_routes import documented
 from adslot.auth.keys import SCOPE_ADMIN
 from adslot.campaigns import repository as campaigns_repo
 from adslot.campaigns.schemas import (
@@ -22,11 +25,21 @@ from adslot.campaigns.schemas import (
     CampaignPatch,
     Creative,
     CreativeIn,
+    CreativePatch,
 )
 from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.inventory import repository as inventory_repo
-from adslot.inventory.schemas import Screen, ScreenIn, Venue, VenueIn, VenuePatch
+from adslot.inventory.csv_import import MAX_CSV_BYTES, MAX_CSV_ROWS, check_csv_content_type, import_venues
+from adslot.inventory.schemas import (
+    ImportResult,
+    Screen,
+    ScreenIn,
+    ScreenPatch,
+    Venue,
+    VenueIn,
+    VenuePatch,
+)
 
 
 def admin_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
@@ -51,7 +64,48 @@ READ_ERRORS = {**ERRORS, 404: error_spec("Not found.")}
 # the driver raise rather than find no row.
 MAX_ID = 2**31 - 1
 CampaignId = Annotated[int, PathParameter(description="The campaign's id", ge=1, le=MAX_ID)]
+CreativeId = Annotated[int, PathParameter(description="The creative's id", ge=1, le=MAX_ID)]
 VenueId = Annotated[str, PathParameter(description="Your identifier of the venue")]
+ScreenId = Annotated[str, PathParameter(description="Your identifier of the screen in the venue")]
+IMPORT_ERRORS = {
+    **ERRORS,
+    400: error_spec(
+        "Bad CSV: `error.code` is invalid_csv, `error.field` names the first problem (`line N: column`) and "
+        "`error.details` lists every problem found (line, column, code, message). Nothing is stored."
+    ),
+    413: error_spec(f"Body larger than {MAX_CSV_BYTES} bytes, or more than {MAX_CSV_ROWS} rows."),
+    415: error_spec("The body must be `Content-Type: text/csv` (UTF-8)."),
+}
+CSV_COLUMNS = (
+    "venue_id, name, timezone, latitude, longitude, venue_type, tags (separated by `;`), country, region, "
+    "city, impressions_per_play; optionally screen_id, screen_name, width, height, orientation, mime_types "
+    "(separated by `;`), max_duration_seconds"
+)
+CSV_BODY = RequestBody(
+    required=True,
+    description=(
+        "UTF-8 CSV with a header row naming its columns, any of: "
+        f"{CSV_COLUMNS}. One row per screen; a venue's columns may be repeated or left blank on its further "
+        "rows. Venues and screens are created or updated (a blank cell leaves an existing value as it is), "
+        "all or nothing."
+    ),
+    content={
+        "text/csv": OpenAPIMediaType(
+            schema=Schema(
+                type=OpenAPIType.STRING,
+                examples=[
+                    "venue_id,name,timezone,country,screen_id,width,height\n"
+                    "lobby,Main lobby,Europe/Berlin,DE,s1,1920,1080\n"
+                ],
+            )
+        )
+    },
+)
+
+
+class ImportEnvelope(msgspec.Struct):
+    status: int
+    data: ImportResult
 
 
 class AdvertiserController(Controller):
@@ -115,6 +169,23 @@ class CampaignController(Controller):
             lambda c: campaigns_repo.add_creative(c, campaign_id, data), write=True
         )
 
+    @patch(
+        "/{campaign_id:int}/creatives/{creative_id:int}",
+        operation_id="updateCreative",
+        summary="Pause, resume, rename or reweigh a creative",
+        responses=WRITE_ERRORS,
+    )
+    async def update_creative(
+        self,
+        request: Request[Any, Any, Any],
+        campaign_id: CampaignId,
+        creative_id: CreativeId,
+        data: JSONBody[CreativePatch],
+    ) -> Creative:
+        return await env_of(request).run_sync(
+            lambda c: campaigns_repo.update_creative(c, campaign_id, creative_id, data), write=True
+        )
+
 
 class VenueController(Controller):
     path = "/api/v1/venues"
@@ -154,6 +225,38 @@ class VenueController(Controller):
         return await env_of(request).run_sync(
             lambda c: inventory_repo.add_screen(c, venue_id, data), write=True
         )
+
+    @patch(
+        "/{venue_id:str}/screens/{screen_id:str}",
+        operation_id="updateScreen",
+        summary="Update a screen",
+        responses=WRITE_ERRORS,
+    )
+    async def update_screen(
+        self,
+        request: Request[Any, Any, Any],
+        venue_id: VenueId,
+        screen_id: ScreenId,
+        data: JSONBody[ScreenPatch],
+    ) -> Screen:
+        return await env_of(request).run_sync(
+            lambda c: inventory_repo.update_screen(c, venue_id, screen_id, data), write=True
+        )
+
+    @post(
+        "/import",
+        operation_id="importVenues",
+        summary="Create or update venues and screens from a CSV file",
+        status_code=200,
+        responses=IMPORT_ERRORS,
+        request_max_body_size=MAX_CSV_BYTES,
+        operation_class=documented(request_body=CSV_BODY),
+    )
+    async def import_csv(self, request: Request[Any, Any, Any]) -> ImportEnvelope:
+        check_csv_content_type(request.headers.get("content-type"))
+        body = await request.body()
+        result = await env_of(request).run_sync(lambda c: import_venues(c, body), write=True)
+        return ImportEnvelope(200, result)
 
 
 MANAGEMENT_CONTROLLERS = [AdvertiserController, CampaignController, VenueController]

@@ -6,7 +6,9 @@ with a short video that adslot serves itself.
 
 from __future__ import annotations
 
+import hashlib
 import time
+from pathlib import Path
 
 import sqlalchemy as sa
 
@@ -19,6 +21,7 @@ from adslot.catalog import bump_version, get_meta, set_meta
 TESTING_KEY_META = "sandbox_testing_key"
 NO_FILL_VENUE = "sandbox-no-fill"
 DEMO_MEDIA_PATH = "/media/demo.mp4"
+DEMO_MEDIA_FILE = Path(__file__).parent / "assets" / "demo.mp4"
 TEN_YEARS = 10 * 365 * 86400
 
 
@@ -50,8 +53,10 @@ def seed_sandbox(conn: sa.Connection) -> str:
             start_at=now - 86400,
             end_at=now + TEN_YEARS,
             venue_ids=None,
+            tier="house",  # any campaign a sandbox user adds outranks the demo
         ),
     )
+    media = DEMO_MEDIA_FILE.read_bytes()
     add_creative(
         conn,
         campaign.id,
@@ -63,6 +68,8 @@ def seed_sandbox(conn: sa.Connection) -> str:
             height=360,
             duration_seconds=10,
             bitrate_kbps=50,
+            size_bytes=len(media),
+            sha256=hashlib.sha256(media).hexdigest(),
         ),
     )
     bump_version(conn)
