@@ -463,5 +463,83 @@ def campaigns_update_creative(env_name: str, campaign_id: int, creative_id: int,
     )
 
 
+@main.group()
+def report() -> None:
+    """Delivery reports and the play log, as the reporting API answers them (see its OpenAPI docs)."""
+
+
+def _parsed(parse: Callable[..., T], **params: Any) -> T:
+    """The report query, checked by the API's own rules; a bad option ends with its error code."""
+    try:
+        return parse(**params)
+    except ApiError as exc:
+        raise click.ClickException(f"{exc.code} ({exc.field}): {exc.message}") from exc
+
+
+@report.command("delivery")
+@ENV_OPTION
+@click.option("--from", "start", required=True, help="First play_time, included (UTC epoch seconds).")
+@click.option("--to", "end", required=True, help="Last play_time, excluded (UTC epoch seconds).")
+@click.option(
+    "--group-by",
+    default="campaign",
+    show_default=True,
+    help="Comma list of campaign, creative, venue, screen, day, hour.",
+)
+@click.option("--timezone", default="UTC", show_default=True, help="IANA time zone of days and hours.")
+@click.option("--campaign-id", help="Only this campaign.")
+@click.option("--venue-id", help="Only this venue.")
+@click.option("--screen-id", help="Only this screen.")
+@click.option("--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True)
+def report_delivery(env_name: str, **params: Any) -> None:
+    """Print the delivery report: the API's `data` as JSON, or its CSV."""
+    import time
+
+    from adslot.reporting.formats import delivery_csv
+    from adslot.reporting.query import parse_delivery
+    from adslot.reporting.repository import delivery_report
+
+    query = _parsed(parse_delivery, **params)
+    result = _run(env_name, lambda c: delivery_report(c, query, int(time.time())))
+    if query.fmt == "csv":
+        click.echo(delivery_csv(result), nl=False)
+    else:
+        _echo(result)
+
+
+@report.command("playlog")
+@ENV_OPTION
+@click.option("--venue-id", required=True)
+@click.option("--from", "start", required=True, help="First play_time, included (UTC epoch seconds).")
+@click.option("--to", "end", required=True, help="Last play_time, excluded (UTC epoch seconds).")
+@click.option("--screen-id", help="Only this screen.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["csv", "jsonl"]),
+    default="csv",
+    show_default=True,
+    help="csv (a header, then a line per play) or jsonl (a JSON object per line).",
+)
+def report_playlog(env_name: str, fmt: str, **params: Any) -> None:
+    """Print every played ad request of the range, in batches, so a month of plays never sits in memory."""
+    from adslot.reporting.formats import playlog_csv_header, playlog_csv_rows
+    from adslot.reporting.query import parse_playlog
+    from adslot.reporting.repository import playlog_batches
+
+    query = _parsed(parse_playlog, **params)
+
+    def write(conn: sa.Connection) -> None:
+        if fmt == "csv":
+            click.echo(playlog_csv_header(), nl=False)
+        for batch in playlog_batches(conn, query):
+            if fmt == "csv":
+                click.echo(playlog_csv_rows(batch), nl=False)
+            else:
+                click.echo(b"".join(msgspec.json.encode(row) + b"\n" for row in batch), nl=False)
+
+    _run(env_name, write)
+
+
 if __name__ == "__main__":
     main()

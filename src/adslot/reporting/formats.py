@@ -22,8 +22,6 @@ from adslot.reporting.schemas import (
     PlayRow,
 )
 
-CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
-
 
 def _cell(value: Any) -> Any:
     return "" if value is None else value
