@@ -26,7 +26,9 @@ FIRES: list[list[str]] = [
     ["impression", "start", "firstQuartile", "midpoint"],
     ["impression", "start"],
     [],
+    ["release"],  # the player gives this one back
 ]
+NO_FILLS = 2  # ad requests at venue-empty, where nothing can play
 
 
 def admin(live: LiveServer) -> dict[str, str]:
@@ -35,6 +37,13 @@ def admin(live: LiveServer) -> dict[str, str]:
 
 
 def fire(http: httpx.Client, live: LiveServer, uuid: str, event: str) -> None:
+    assert live.keys
+    if event == "release":
+        answer = http.post(
+            f"{live.url}/api/v1/ad/request/{uuid}/release", headers={"Ssp-Key": live.keys.production}
+        )
+        assert answer.json()["data"]["result"] == "released", answer.text
+        return
     if event == "impression":
         url = f"{live.url}/api/v1/ad/callback/?ad_request_uuid={uuid}"
     else:
@@ -44,7 +53,8 @@ def fire(http: httpx.Client, live: LiveServer, uuid: str, event: str) -> None:
 
 @pytest.fixture(scope="module")
 def delivered(live: LiveServer) -> dict[str, Any]:
-    """Four filled ad requests at venue-1 for one play_time; the player fires FIRES[i] for the i-th."""
+    """Five filled ad requests at venue-1 for one play_time, the player firing FIRES[i] for the i-th, and
+    NO_FILLS unfilled ones at venue-empty."""
     assert live.keys
     at = int(time.time()) + 120
     uuids = []
@@ -60,6 +70,13 @@ def delivered(live: LiveServer) -> dict[str, Any]:
             uuids.append(uuid)
             for event in events:
                 fire(http, live, uuid, event)
+        for _ in range(NO_FILLS):
+            answer = http.post(
+                f"{live.url}/api/v1/ad/request",
+                headers={"Ssp-Key": live.keys.production},
+                json={"venue_id": "venue-empty", "play_time": at},
+            )
+            assert answer.status_code == 204, answer.text
     start = at - at % 3600 - 3600
     return {"play_time": at, "uuids": uuids, "from": start, "to": start + 4 * 3600}
 
@@ -89,7 +106,7 @@ def test_delivery_by_campaign_counts_what_the_player_fired(
     expected = {
         "campaign_id": live.extra["campaign_id"],
         "requests": None,
-        "fills": 4,
+        "fills": 5,
         "fill_rate": None,
         "plays": 3,
         "impressions": 3.0,
@@ -102,7 +119,7 @@ def test_delivery_by_campaign_counts_what_the_player_fired(
         "late": 0,
         "duplicates": 1,
         "expired": 0,
-        "released": 0,
+        "released": 1,
     }
     assert data["rows"] == [expected]
     assert data["totals"] == {k: v for k, v in expected.items() if k != "campaign_id"}
@@ -129,8 +146,26 @@ def test_delivery_by_creative_venue_and_local_hour(
     local_hour = at - (at + 19800) % 3600  # Kolkata's hours start at half past UTC hours
     hour = time.strftime("%Y-%m-%dT%H:00:00+05:30", time.gmtime(local_hour + 19800))
     assert (row["creative_id"], row["venue_id"], row["hour"]) == (live.extra["creative_id"], PROD_VENUE, hour)
-    assert (row["fills"], row["plays"], row["completes"]) == (4, 3, 1)
+    assert (row["fills"], row["plays"], row["completes"], row["released"]) == (5, 3, 1, 1)
     assert "campaign_id" not in row and "day" not in row
+
+
+def test_fill_rate_by_venue_divides_the_fills_by_every_request_filled_or_not(
+    live: LiveServer, http: httpx.Client, delivered: dict[str, Any]
+) -> None:
+    params = {"from": delivered["from"], "to": delivered["to"], "group_by": "venue"}
+    data = get(http, live, DELIVERY, **params).json()["data"]
+    assert [(r["venue_id"], r["requests"], r["fills"], r["fill_rate"], r["plays"]) for r in data["rows"]] == [
+        (PROD_VENUE, 5, 5, 1.0, 3),
+        ("venue-empty", NO_FILLS, 0, 0.0, 0),
+    ]
+    assert (data["totals"]["requests"], data["totals"]["fills"], data["totals"]["fill_rate"]) == (
+        7,
+        5,
+        0.7143,
+    )
+    off_the_hour = get(http, live, DELIVERY, **{**params, "from": delivered["from"] + 1}).json()["data"]
+    assert all(r["requests"] is None and r["fill_rate"] is None for r in off_the_hour["rows"])
 
 
 def test_delivery_csv_is_an_attachment_with_a_header_and_the_json_figures(
@@ -145,7 +180,7 @@ def test_delivery_csv_is_an_attachment_with_a_header_and_the_json_figures(
     )
     header, *lines = list(csv.reader(io.StringIO(answer.text)))
     assert header[:4] == ["campaign_id", "requests", "fills", "fill_rate"] and len(header) == 16
-    figures = ["", "4", "", "3", "3.0", "3", "2", "2", "1", "1", "0.3333", "0", "1", "0", "0"]
+    figures = ["", "5", "", "3", "3.0", "3", "2", "2", "1", "1", "0.3333", "0", "1", "0", "1"]
     assert lines == [[str(live.extra["campaign_id"]), *figures]]
 
 

@@ -4,8 +4,11 @@ of half- and quarter-hour zones, and play log paging by cursor."""
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 
+from adslot.errors import ApiError
+from adslot.reporting import repository
 from adslot.reporting.query import parse_delivery, parse_playlog
 from adslot.reporting.repository import delivery_report, playlog_batches, playlog_page
 from adslot.reporting.schemas import DeliveryReport
@@ -92,6 +95,22 @@ def test_an_unplayed_ad_request_is_expired_only_once_its_expiry_is_past(db: sa.E
     insert(db, [ad_request(T)])
     assert report(db, now=T + 900, start=str(T), end=str(T + 3600)).totals.expired == 0
     assert report(db, now=T + 901, start=str(T), end=str(T + 3600)).totals.expired == 1
+
+
+def test_a_report_with_more_groups_than_the_limit_is_refused_with_advice(
+    db: sa.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(repository, "MAX_GROUPS", 2)
+    insert(db, [played(T), played(T + 3600), played(T + 7200)])
+    assert len(report(db, start=str(T), end=str(T + 7200), group_by="hour").rows) == 2
+    with pytest.raises(ApiError) as raised:
+        report(db, start=str(T), end=str(T + 10800), group_by="hour")
+    assert (raised.value.status, raised.value.code, raised.value.field) == (
+        400,
+        "report_too_large",
+        "group_by",
+    )
+    assert len(report(db, start=str(T), end=str(T + 10800), group_by="day").rows) == 1
 
 
 def requests_data(db: sa.Engine) -> None:

@@ -33,6 +33,7 @@ from adslot.reporting.formats import (
     playlog_json,
 )
 from adslot.reporting.repository import (
+    MAX_GROUPS,
     PLAYLOG_BATCH,
     cursor_after,
     delivery_report,
@@ -110,7 +111,10 @@ venue, screen and UTC hour before any campaign is chosen, so they are null whene
 or filtered by campaign or creative, when `from` or `to` is not a whole UTC hour, and when it is grouped by
 day or hour in a time zone whose boundaries are not whole UTC hours (e.g. Asia/Kolkata, +05:30).
 
-format=csv answers a header row (the dimensions, then the metrics) and one line per row, without totals."""
+format=csv answers a header row (the dimensions, then the metrics) and one line per row, without totals.
+
+A report of more than {MAX_GROUPS:,} groups is refused (400 `report_too_large`): shorten the range,
+filter, or group by coarser dimensions."""
 
 PLAYLOG_DESCRIPTION = f"""One row per played ad request (impression counted) of a venue, optionally one
 screen, with play_time in [from, to) (at most {q.PLAYLOG_MAX_DAYS} days), ordered by play_time (then uuid).

@@ -16,6 +16,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from adslot.errors import ApiError
 from adslot.reporting.aggregate import fold, grouped_table_columns
 from adslot.reporting.buckets import DAY, HOUR, Segment, offset_at, segments, whole_hours
 from adslot.reporting.query import Cursor, DeliveryQuery, PlaylogQuery
@@ -24,6 +25,9 @@ from adslot.storage.tables import ad_requests, request_stats
 
 PLAYLOG_BATCH = 5_000
 """Rows per query when a play log is streamed: each batch is its own short read."""
+MAX_GROUPS = 200_000
+"""Most SQL groups one delivery report may fold (a year by screen and hour could be millions): beyond it the
+report is refused with advice, rather than built in memory for minutes."""
 
 
 def _number(value: int) -> sa.ColumnElement[int]:
@@ -41,6 +45,20 @@ def _offset(found: list[Segment]) -> sa.ColumnElement[int]:
         ),
         else_=_number(found[-1].offset),
     )
+
+
+def _bounded(conn: sa.Connection, statement: sa.Select[Any]) -> list[sa.RowMapping]:
+    """The statement's groups, or 400 report_too_large when there are more than MAX_GROUPS."""
+    rows = list(conn.execute(statement.limit(MAX_GROUPS + 1)).mappings())
+    if len(rows) > MAX_GROUPS:
+        raise ApiError(
+            400,
+            "report_too_large",
+            f"the report would have more than {MAX_GROUPS:,} groups: shorten from/to, filter by campaign, "
+            "venue or screen, or group by fewer or coarser dimensions (day rather than hour)",
+            "group_by",
+        )
+    return rows
 
 
 def delivery_groups(
@@ -92,7 +110,7 @@ def delivery_groups(
     if query.screen_id is not None:
         statement = statement.where(t.screen_id == query.screen_id)
     groups = []
-    for row in conn.execute(statement).mappings():
+    for row in _bounded(conn, statement):
         group = {str(name): value for name, value in row.items()}
         if query.by_time:
             group["wall"] = int(group["wall"]) - DAY
@@ -122,7 +140,7 @@ def request_groups(conn: sa.Connection, query: DeliveryQuery, found: list[Segmen
         statement = statement.where(t.screen_id == query.screen_id)
     size = HOUR if "hour" in query.group_by else DAY
     groups = []
-    for row in conn.execute(statement).mappings():
+    for row in _bounded(conn, statement):
         group = {str(name): value for name, value in row.items()}
         if query.by_time:
             offset = offset_at(found, int(group["hour"]))
