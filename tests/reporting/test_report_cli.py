@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -33,7 +34,7 @@ def cli(
         monkeypatch.delenv(name, raising=False)
     schemas: list[str] = []
     if request.param == "postgres":
-        tag = tmp_path.name[-8:].replace("-", "_").lower()
+        tag = secrets.token_hex(4)
         schemas = [f"cli{tag}_production", f"cli{tag}_sandbox"]
         monkeypatch.setenv("ADSLOT_DATABASE_URL", require_postgres())
         monkeypatch.setenv("ADSLOT_DATABASE_SCHEMA", schemas[0])
