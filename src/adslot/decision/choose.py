@@ -25,11 +25,12 @@ from __future__ import annotations
 import random
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from adslot.decision.index import Candidate, DecisionIndex, TierPool, weighted_pick
-from adslot.decision.model import Creative, LiveCampaign
+from adslot.decision.index import Candidate, Choice, DecisionIndex, TierPool
+from adslot.decision.model import LiveCampaign
 from adslot.decision.slot import Slot
+
+__all__ = ["RETRIES", "Choice", "accept_all", "choose"]
 
 RETRIES = 4
 """Weighted draws tried before filtering the tier. The memoized pools hold only campaigns in flight and in
@@ -39,11 +40,7 @@ tier, and filtering it once is then cheaper than more luck."""
 SHARES_FIT = 1.0 + 1e-9
 """Shares like 0.1 + 0.2 + 0.7 add up to a hair above 1 in floating point; that is not overselling."""
 
-
-@dataclass(frozen=True, slots=True)
-class Choice:
-    campaign: LiveCampaign
-    creative: Creative
+Accept = Callable[[LiveCampaign], bool]
 
 
 def accept_all(campaign: LiveCampaign) -> bool:
@@ -55,7 +52,7 @@ def choose(
     index: DecisionIndex,
     slot: Slot,
     rng: random.Random,
-    accept: Callable[[LiveCampaign], bool] = accept_all,
+    accept: Accept = accept_all,
     exclude: frozenset[int] = frozenset(),
 ) -> Choice | None:
     """The campaign and creative to play in the slot, or None when nothing eligible is left (a 204).
@@ -65,58 +62,60 @@ def choose(
     pools = index.screen_pools(slot.venue, slot.screen_id, slot.screen)
     if not pools.tiers:
         return None
-    judge = _Judge(accept, exclude)
+    verdicts: dict[int, bool] = {}
+    """What ``accept`` answered in this decision, by campaign id: it is never asked about one twice (an
+    oversold share-of-voice walk may pass an accepted campaign that a later draw picks)."""
     for pool in pools.eligible_tiers(slot.play_time, slot.hour_of_week):
-        winner = _choose_in_tier(pool, rng, judge)
+        winner = _choose_in_tier(pool, rng, accept, exclude, verdicts)
         if winner is not None:
-            return Choice(winner.campaign, _pick_creative(winner, rng))
+            choices = winner.choices
+            if len(choices) == 1:
+                return choices[0]
+            cumulative = winner.creative_cumulative
+            drawn = bisect_right(cumulative, rng.random() * cumulative[-1])
+            return choices[min(drawn, len(choices) - 1)]
     return None
 
 
-class _Judge:
-    """The per-decision checks left once flight and daypart are settled: ``exclude``, then ``accept`` once."""
-
-    __slots__ = ("accept", "exclude", "rejected")
-
-    def __init__(self, accept: Callable[[LiveCampaign], bool], exclude: frozenset[int]) -> None:
-        self.accept = accept
-        self.exclude = exclude
-        self.rejected: set[int] = set()
-
-    def may(self, candidate: Candidate) -> bool:
-        """Not yet ruled out, without asking ``accept``."""
-        return candidate.id not in self.exclude and candidate.id not in self.rejected
-
-    def ok(self, candidate: Candidate) -> bool:
-        if not self.may(candidate):
-            return False
-        if self.accept(candidate.campaign):
-            return True
-        self.rejected.add(candidate.id)
+def _ok(candidate: Candidate, accept: Accept, exclude: frozenset[int], verdicts: dict[int, bool]) -> bool:
+    """Not excluded, and ``accept`` says yes (asked once per decision at most)."""
+    campaign_id = candidate.id
+    if campaign_id in exclude:
         return False
+    if accept is accept_all:
+        return True
+    verdict = verdicts.get(campaign_id)
+    if verdict is None:
+        verdict = verdicts[campaign_id] = accept(candidate.campaign)
+    return verdict
 
 
-def _choose_in_tier(pool: TierPool, rng: random.Random, judge: _Judge) -> Candidate | None:
-    if pool.sov:
+def _choose_in_tier(
+    pool: TierPool, rng: random.Random, accept: Accept, exclude: frozenset[int], verdicts: dict[int, bool]
+) -> Candidate | None:
+    sov = pool.sov
+    if sov:
         u = rng.random()
         if pool.sov_total <= SHARES_FIT:
             landed = bisect_right(pool.sov_cumulative, u)
-            if landed < len(pool.sov) and judge.ok(pool.sov[landed]):
-                return pool.sov[landed]
+            if landed < len(sov) and _ok(sov[landed], accept, exclude, verdicts):
+                return sov[landed]
         else:
-            walked = _walk_oversold(pool.sov, u, judge)
+            walked = _walk_oversold(sov, u, accept, exclude, verdicts)
             if walked is not None:
                 return walked
     if pool.weighted:
-        drawn = _draw(pool.weighted, pool.weight_cumulative, rng, judge)
+        drawn = _draw(pool.weighted, pool.weight_cumulative, rng, accept, exclude, verdicts)
         if drawn is not None:
             return drawn
-    if pool.sov:
-        return _draw(pool.sov, pool.sov_cumulative, rng, judge)
+    if sov:
+        return _draw(sov, pool.sov_cumulative, rng, accept, exclude, verdicts)
     return None
 
 
-def _walk_oversold(sov: tuple[Candidate, ...], u: float, judge: _Judge) -> Candidate | None:
+def _walk_oversold(
+    sov: tuple[Candidate, ...], u: float, accept: Accept, exclude: frozenset[int], verdicts: dict[int, bool]
+) -> Candidate | None:
     """Segments of eligible campaigns only, in order, until they fill [0, 1): later ones get what is left.
 
     Where a segment starts depends on whether every campaign before it is eligible, so this asks ``accept``
@@ -126,7 +125,7 @@ def _walk_oversold(sov: tuple[Candidate, ...], u: float, judge: _Judge) -> Candi
     for candidate in sov:
         if start >= 1.0:
             break
-        if not judge.ok(candidate):
+        if not _ok(candidate, accept, exclude, verdicts):
             continue
         if u < start + candidate.share:
             return candidate
@@ -135,35 +134,36 @@ def _walk_oversold(sov: tuple[Candidate, ...], u: float, judge: _Judge) -> Candi
 
 
 def _draw(
-    items: tuple[Candidate, ...], cumulative: tuple[float, ...], rng: random.Random, judge: _Judge
+    items: tuple[Candidate, ...],
+    cumulative: tuple[float, ...],
+    rng: random.Random,
+    accept: Accept,
+    exclude: frozenset[int],
+    verdicts: dict[int, bool],
 ) -> Candidate | None:
-    """A draw proportional to weight among the items ``judge`` accepts, None when it accepts none.
+    """A draw proportional to weight among the items that are not excluded and that ``accept`` takes.
 
     Rejection sampling first (a bisect per try); then an exponential race over what is left, which visits
     the items in the order of weighted sampling without replacement, so the first accepted one is drawn with
     exactly its share of the accepted weight, and ``accept`` is asked only until it says yes.
     """
-    if len(items) == 1:
-        return items[0] if judge.ok(items[0]) else None
+    count = len(items)
+    if count == 1:
+        return items[0] if _ok(items[0], accept, exclude, verdicts) else None
+    total = cumulative[-1]
     for _ in range(RETRIES):
-        candidate = items[weighted_pick(cumulative, rng.random())]
-        if judge.ok(candidate):
+        candidate = items[min(bisect_right(cumulative, rng.random() * total), count - 1)]
+        if _ok(candidate, accept, exclude, verdicts):
             return candidate
     race: list[tuple[float, int]] = []
     previous = 0.0
-    for position, (candidate, total) in enumerate(zip(items, cumulative, strict=True)):
-        weight = total - previous
-        previous = total
-        if weight > 0 and judge.may(candidate):
+    for position, (candidate, running) in enumerate(zip(items, cumulative, strict=True)):
+        weight = running - previous
+        previous = running
+        if weight > 0 and candidate.id not in exclude and verdicts.get(candidate.id) is not False:
             race.append((rng.expovariate(weight), position))
     race.sort()
     for _, position in race:
-        if judge.ok(items[position]):
+        if _ok(items[position], accept, exclude, verdicts):
             return items[position]
     return None
-
-
-def _pick_creative(candidate: Candidate, rng: random.Random) -> Creative:
-    if len(candidate.creatives) == 1:
-        return candidate.creatives[0]
-    return candidate.creatives[weighted_pick(candidate.creative_cumulative, rng.random())]

@@ -24,7 +24,7 @@ race between threads would at worst compute an entry twice.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import TypeVar
@@ -39,7 +39,16 @@ from adslot.decision.targeting import (
     venue_matches,
 )
 
-__all__ = ["Candidate", "Creative", "DecisionIndex", "FitKey", "LiveCampaign", "ScreenPools", "TierPool"]
+__all__ = [
+    "Candidate",
+    "Choice",
+    "Creative",
+    "DecisionIndex",
+    "FitKey",
+    "LiveCampaign",
+    "ScreenPools",
+    "TierPool",
+]
 
 DEFAULT_CACHE_SIZE = 16_384
 """Venues, and (venue, kind of screen) pairs, kept compiled: a network's whole active footprint, typically."""
@@ -54,7 +63,19 @@ FitKey = tuple[int | None, int | None, str | None, frozenset[str] | None, int | 
 K = TypeVar("K")
 V = TypeVar("V")
 
+_NO_BOUNDARY = 1 << 62
+"""Beyond any epoch second; an int, so that comparisons with play_time stay int to int."""
+
 _TIER_RANK: dict[str, int] = {tier: rank for rank, tier in enumerate(TIERS)}
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """What fills a slot. Defined here, and re-exported by ``choose``, so that every candidate can carry its
+    choices ready-made: building a frozen dataclass per decision would cost as much as the rest of it."""
+
+    campaign: LiveCampaign
+    creative: Creative
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +86,8 @@ class Candidate:
     """
 
     campaign: LiveCampaign
-    creatives: tuple[Creative, ...]
+    choices: tuple[Choice, ...]
+    """One per creative that fits, with a positive weight."""
     creative_cumulative: tuple[float, ...]
     id: int
     start_at: int
@@ -73,6 +95,10 @@ class Candidate:
     hours_of_week: int
     share: float
     """Share of voice clamped to (0, 1]; 0.0 for a campaign drawn by weight."""
+
+    @property
+    def creatives(self) -> tuple[Creative, ...]:
+        return tuple(choice.creative for choice in self.choices)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,10 +110,7 @@ class TierPool:
     weight_cumulative: tuple[float, ...]
     sov: tuple[Candidate, ...]
     sov_cumulative: tuple[float, ...]
-
-    @property
-    def sov_total(self) -> float:
-        return self.sov_cumulative[-1] if self.sov_cumulative else 0.0
+    sov_total: float
 
     def all(self) -> tuple[Candidate, ...]:
         return self.weighted + self.sov
@@ -98,19 +121,21 @@ class TierPool:
         sov: list[Candidate] = []
         for candidate in candidates:
             (sov if candidate.share > 0 else weighted).append(candidate)
+        sov_cumulative = tuple(accumulate(c.share for c in sov))
         return cls(
             tier=tier,
             weighted=tuple(weighted),
             weight_cumulative=tuple(accumulate(float(c.campaign.weight) for c in weighted)),
             sov=tuple(sov),
-            sov_cumulative=tuple(accumulate(c.share for c in sov)),
+            sov_cumulative=sov_cumulative,
+            sov_total=sov_cumulative[-1] if sov_cumulative else 0.0,
         )
 
 
 class ScreenPools:
     """What may play on one kind of screen in one venue (or in the venue when the request names no screen)."""
 
-    __slots__ = ("_windows", "boundaries", "tiers", "venue")
+    __slots__ = ("_last", "_windows", "boundaries", "tiers", "venue")
 
     def __init__(self, venue: VenueProfile, tiers: tuple[TierPool, ...]) -> None:
         self.venue = venue
@@ -121,15 +146,31 @@ class ScreenPools:
         )
         """Every flight start and end: between two of them, the set of campaigns in flight cannot change."""
         self._windows: dict[tuple[int, int], tuple[TierPool, ...]] = {}
+        self._last: tuple[int, int, int, tuple[TierPool, ...]] = (-1, 0, 0, ())
+        """The window answered last, with its hour and flight interval: most requests for a screen ask for the
+        same hour, and comparing three numbers is cheaper than a bisect and a dict lookup. One tuple, replaced
+        whole, so that a reader never sees half an update."""
 
     def eligible_tiers(self, play_time: int, hour_of_week: int) -> tuple[TierPool, ...]:
         """The non-empty tiers restricted to candidates in flight at play_time and active in that hour."""
-        key = (hour_of_week, bisect_right(self.boundaries, play_time))
+        hour, low, high, window = self._last
+        if hour == hour_of_week and low <= play_time < high:
+            return window
+        boundaries = self.boundaries
+        interval = bisect_right(boundaries, play_time)
+        low = boundaries[interval - 1] if interval else -_NO_BOUNDARY
+        high = boundaries[interval] if interval < len(boundaries) else _NO_BOUNDARY
+        key = (hour_of_week, interval)
         found = self._windows.get(key)
-        if found is not None:
-            return found
+        if found is None:
+            found = self._window(play_time, hour_of_week)
+            _remember(self._windows, key, found, WINDOWS_PER_SCREEN)
+        self._last = (hour_of_week, low, high, found)
+        return found
+
+    def _window(self, play_time: int, hour_of_week: int) -> tuple[TierPool, ...]:
         bit = 1 << hour_of_week
-        window = tuple(
+        return tuple(
             pool
             for pool in (
                 TierPool.of(
@@ -140,8 +181,6 @@ class ScreenPools:
             )
             if pool.weighted or pool.sov
         )
-        _remember(self._windows, key, window, WINDOWS_PER_SCREEN)
-        return window
 
 
 class DecisionIndex:
@@ -305,12 +344,6 @@ def fit_key(screen: ScreenProfile | None) -> FitKey:
     return (screen.width, screen.height, screen.orientation, screen.mime_types, screen.max_duration_seconds)
 
 
-def weighted_pick(cumulative: Sequence[float], u: float) -> int:
-    """Index of the item whose cumulative segment holds ``u * total`` (u in [0, 1))."""
-    last = len(cumulative) - 1
-    return min(bisect_right(cumulative, u * cumulative[last]), last)
-
-
 def _candidate(campaign: LiveCampaign, screen: ScreenProfile | None) -> Candidate | None:
     """None when the campaign can never be drawn on this kind of screen.
 
@@ -329,7 +362,7 @@ def _candidate(campaign: LiveCampaign, screen: ScreenProfile | None) -> Candidat
         return None
     return Candidate(
         campaign=campaign,
-        creatives=creatives,
+        choices=tuple(Choice(campaign, creative) for creative in creatives),
         creative_cumulative=tuple(accumulate(float(c.weight) for c in creatives)),
         id=campaign.id,
         start_at=campaign.start_at,

@@ -6,8 +6,7 @@ minute), so a creative listed here may not play, but a creative that can play is
 
 from __future__ import annotations
 
-from adslot.decision.choose import Choice
-from adslot.decision.index import DecisionIndex
+from adslot.decision.index import Choice, DecisionIndex
 from adslot.decision.model import ALL_HOURS, ScreenProfile, VenueProfile
 from adslot.decision.slot import hour_of_week
 
@@ -48,7 +47,7 @@ def upcoming(
             if mask is None:
                 mask = hours_by_span[span] = hours_touched(venue.timezone, lo, hi)
             if candidate.hours_of_week & mask:
-                found.extend(Choice(candidate.campaign, creative) for creative in candidate.creatives)
+                found.extend(candidate.choices)
     found.sort(key=lambda choice: (choice.campaign.id, choice.creative.id))
     return found
 
