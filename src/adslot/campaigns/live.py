@@ -7,6 +7,7 @@ campaign: 10,000 campaigns are one campaigns query, one venue-list query and one
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import sqlalchemy as sa
@@ -23,24 +24,14 @@ def all_creatives(conn: sa.Connection) -> tuple[dict[int, model.Creative], dict[
     by campaign, in id order."""
     every: dict[int, model.Creative] = {}
     active: dict[int, list[model.Creative]] = {}
-    for r in conn.execute(sa.select(creatives).order_by(creatives.c.id)):
-        item = model.Creative(
-            id=r.id,
-            campaign_id=r.campaign_id,
-            name=r.name,
-            media_url=r.media_url,
-            mime_type=r.mime_type,
-            width=r.width,
-            height=r.height,
-            duration_seconds=r.duration_seconds,
-            bitrate_kbps=r.bitrate_kbps,
-            weight=r.weight,
-            size_bytes=r.size_bytes,
-            sha256=r.sha256,
-        )
-        every[r.id] = item
-        if r.status == "active":
-            active.setdefault(r.campaign_id, []).append(item)
+    c = creatives.c
+    columns = (c.id, c.campaign_id, c.name, c.media_url, c.mime_type, c.width, c.height, c.duration_seconds)
+    extra = (c.bitrate_kbps, c.weight, c.size_bytes, c.sha256)
+    for *fields, status in conn.execute(sa.select(*columns, *extra, c.status).order_by(c.id)).all():
+        item = model.Creative(*fields)
+        every[item.id] = item
+        if status == "active":
+            active.setdefault(item.campaign_id, []).append(item)
     return every, active
 
 
@@ -63,7 +54,7 @@ def live_campaigns(
     ):
         venue_lists.setdefault(campaign_id, []).append(venue_id)
     out = []
-    for row in rows:
+    for row in rows.all():
         venue_ids = None if row["all_venues"] else venue_lists.get(row["id"])
         if venue_ids is not None or row["all_venues"]:
             out.append(compile_campaign(row, venue_ids, tuple(active_creatives.get(row["id"], ()))))
@@ -89,9 +80,7 @@ def compile_campaign(
         category=row["category"],
         targeting=compile_targeting(stored.targeting, venue_ids),
         exclusions=compile_targeting(stored.exclusions, None),
-        hours_of_week=compile_dayparts(
-            Daypart(tuple(DAYS.index(d) for d in p.days), p.start_hour, p.end_hour) for p in stored.dayparts
-        ),
+        hours_of_week=_hours(tuple((tuple(p.days), p.start_hour, p.end_hour) for p in stored.dayparts)),
         caps=tuple(model.Cap(c.period, c.metric, c.limit) for c in stored.caps),
         cpm_micros=rules.cpm_micros,
         pacing=rules.pacing,
@@ -101,6 +90,14 @@ def compile_campaign(
         separation_minutes=rules.separation_minutes,
         share_of_voice=rules.share_of_voice,
         creatives=items,
+    )
+
+
+@lru_cache(maxsize=4096)
+def _hours(parts: tuple[tuple[tuple[str, ...], int, int], ...]) -> int:
+    """Dayparts as a mask; a network's campaigns share a few schedules, so each is compiled once."""
+    return compile_dayparts(
+        Daypart(tuple(DAYS.index(d) for d in days), start, end) for days, start, end in parts
     )
 
 

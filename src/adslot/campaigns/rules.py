@@ -56,6 +56,9 @@ class StoredRules(msgspec.Struct, omit_defaults=True):
     frequency: Frequency | None = None
 
 
+_RULES = msgspec.json.Decoder(StoredRules)
+
+
 def micros(amount: float, field: str) -> int:
     """An amount with at most 6 decimals as integer micros; more decimals than that would be silently lost."""
     exact = Decimal(repr(amount))
@@ -170,7 +173,7 @@ class CampaignRules:
             cpm_micros=row["cpm_micros"],
             share_of_voice=row["share_of_voice"],
             separation_minutes=row["separation_minutes"],
-            rules=msgspec.json.decode(row["rules"], type=StoredRules),
+            rules=_RULES.decode(row["rules"]),
         )
 
     def patched(self, patch: CampaignPatch) -> CampaignRules:

@@ -177,39 +177,76 @@ def _get_screen(conn: sa.Connection, venue_id: str, screen_id: str) -> Screen:
     return msgspec.convert(_wire(row), Screen)
 
 
+_LABELS = msgspec.json.Decoder(frozenset[str])
+_HOURLY = msgspec.json.Decoder(tuple[float, ...])
+
+
 def venue_profiles(conn: sa.Connection) -> dict[str, VenueProfile]:
-    """Every venue as the decision reads it, in one query."""
-    out: dict[str, VenueProfile] = {}
-    for r in conn.execute(sa.select(venues)):
-        hourly = _decode(r.hourly_impressions)
-        out[r.venue_id] = VenueProfile(
-            venue_id=r.venue_id,
-            timezone=r.timezone,
-            venue_type=r.venue_type,
-            tags=frozenset(_decode(r.tags) or ()),
-            country=r.country,
-            region=r.region,
-            city=r.city,
-            latitude=r.latitude,
-            longitude=r.longitude,
-            impressions_per_play=r.impressions_per_play,
-            hourly_impressions=None if hourly is None else tuple(float(h) for h in hourly),
+    """Every venue as the decision reads it, in one query (typed decoders: 10,000 venues with an hourly
+    audience are 1.7 million floats)."""
+    c = venues.c
+    rows = conn.execute(
+        sa.select(
+            c.venue_id,
+            c.timezone,
+            c.venue_type,
+            c.tags,
+            c.country,
+            c.region,
+            c.city,
+            c.latitude,
+            c.longitude,
+            c.impressions_per_play,
+            c.hourly_impressions,
         )
-    return out
+    ).all()
+    return {
+        venue_id: VenueProfile(
+            venue_id=venue_id,
+            timezone=timezone,
+            venue_type=venue_type,
+            tags=_LABELS.decode(tags),
+            country=country,
+            region=region,
+            city=city,
+            latitude=latitude,
+            longitude=longitude,
+            impressions_per_play=impressions_per_play,
+            hourly_impressions=None if hourly is None else _HOURLY.decode(hourly),
+        )
+        for (
+            venue_id,
+            timezone,
+            venue_type,
+            tags,
+            country,
+            region,
+            city,
+            latitude,
+            longitude,
+            impressions_per_play,
+            hourly,
+        ) in rows
+    }
 
 
 def screen_profiles(conn: sa.Connection) -> dict[tuple[str, str], ScreenProfile]:
     """Every registered screen as the decision reads it, in one query."""
-    out: dict[tuple[str, str], ScreenProfile] = {}
-    for r in conn.execute(sa.select(screens)):
-        mime_types = _decode(r.mime_types)
-        out[(r.venue_id, r.screen_id)] = ScreenProfile(
-            venue_id=r.venue_id,
-            screen_id=r.screen_id,
-            width=r.width,
-            height=r.height,
-            orientation=r.orientation,
-            mime_types=None if mime_types is None else frozenset(mime_types),
-            max_duration_seconds=r.max_duration_seconds,
+    c = screens.c
+    rows = conn.execute(
+        sa.select(
+            c.venue_id, c.screen_id, c.width, c.height, c.orientation, c.mime_types, c.max_duration_seconds
         )
-    return out
+    ).all()
+    return {
+        (venue_id, screen_id): ScreenProfile(
+            venue_id=venue_id,
+            screen_id=screen_id,
+            width=width,
+            height=height,
+            orientation=orientation,
+            mime_types=None if mime_types is None else _LABELS.decode(mime_types),
+            max_duration_seconds=max_duration,
+        )
+        for venue_id, screen_id, width, height, orientation, mime_types, max_duration in rows
+    }
