@@ -1,4 +1,4 @@
-"""The in-memory snapshot of what the hot path reads: keys, venues and the decision index.
+"""The in-memory snapshot of what the hot path reads: keys, venues, screens and the decision index.
 
 It is rebuilt off the hot path whenever the environment's catalog version changes; every write to keys,
 venues or campaigns bumps that version in the same transaction, so all worker processes converge within one

@@ -185,6 +185,41 @@ def test_a_new_venue_and_campaign_fill_ad_requests_without_a_restart(
             "invalid_field",
             "mime_type",
         ),
+        (
+            "post",
+            "/api/v1/venues/venue-1/screens",
+            {"screen_id": "x", "orientation": "round"},
+            400,
+            "invalid_field",
+            "orientation",
+        ),
+        (
+            "post",
+            "/api/v1/venues/venue-1/screens",
+            {"screen_id": "x", "mime_types": ["image/png"]},
+            400,
+            "invalid_field",
+            "mime_types[0]",
+        ),
+        (
+            "post",
+            "/api/v1/venues/venue-1/screens",
+            {"screen_id": "x", "mime_types": []},
+            400,
+            "invalid_field",
+            "mime_types",
+        ),
+        (
+            "post",
+            "/api/v1/venues/venue-1/screens",
+            {"screen_id": "x", "max_duration_seconds": 0},
+            400,
+            "invalid_field",
+            "max_duration_seconds",
+        ),
+        ("patch", "/api/v1/venues/venue-1/screens/nope", {"name": "x"}, 404, "screen_not_found", "screen_id"),
+        ("patch", "/api/v1/venues/nowhere/screens/s1", {"name": "x"}, 404, "venue_not_found", "venue_id"),
+        ("patch", "/api/v1/venues/venue-1/screens/nope", {"width": 0}, 400, "invalid_field", "width"),
     ],
 )
 def test_bad_management_input_gets_the_error_envelope_with_code_and_field(
@@ -721,60 +756,6 @@ def test_screen_fit_is_stored_shown_back_and_patchable(live: LiveServer, http: h
     assert get(http, live, "/api/v1/venues/fit-1").json()["screens"] == [changed.json()]
 
 
-@pytest.mark.parametrize(
-    ("method", "path", "body", "status", "code", "field"),
-    [
-        (
-            "post",
-            "/api/v1/venues/venue-1/screens",
-            {"screen_id": "x", "orientation": "round"},
-            400,
-            "invalid_field",
-            "orientation",
-        ),
-        (
-            "post",
-            "/api/v1/venues/venue-1/screens",
-            {"screen_id": "x", "mime_types": ["image/png"]},
-            400,
-            "invalid_field",
-            "mime_types[0]",
-        ),
-        (
-            "post",
-            "/api/v1/venues/venue-1/screens",
-            {"screen_id": "x", "mime_types": []},
-            400,
-            "invalid_field",
-            "mime_types",
-        ),
-        (
-            "post",
-            "/api/v1/venues/venue-1/screens",
-            {"screen_id": "x", "max_duration_seconds": 0},
-            400,
-            "invalid_field",
-            "max_duration_seconds",
-        ),
-        ("patch", "/api/v1/venues/venue-1/screens/nope", {"name": "x"}, 404, "screen_not_found", "screen_id"),
-        ("patch", "/api/v1/venues/nowhere/screens/s1", {"name": "x"}, 404, "venue_not_found", "venue_id"),
-        ("patch", "/api/v1/venues/venue-1/screens/nope", {"width": 0}, 400, "invalid_field", "width"),
-    ],
-)
-def test_a_bad_screen_input_is_refused(
-    live: LiveServer,
-    http: httpx.Client,
-    method: str,
-    path: str,
-    body: object,
-    status: int,
-    code: str,
-    field: str,
-) -> None:
-    response = http.request(method.upper(), f"{live.url}{path}", headers=admin(live), json=body)
-    assert error_of(response) == (status, code, field)
-
-
 def import_csv(
     http: httpx.Client, live: LiveServer, body: str | bytes, content_type: str = "text/csv"
 ) -> httpx.Response:
@@ -954,5 +935,6 @@ def test_a_csv_import_reaches_decisions_without_a_restart_and_is_documented(
     operation = document["paths"]["/api/v1/venues/import"]["post"]
     assert operation["requestBody"]["content"]["text/csv"]["schema"]["type"] == "string"
     assert {"400", "413", "415"} <= set(operation["responses"])
+    assert ad_status(live, "csv-live") == 422, "production refuses a venue it does not know"
     assert import_csv(http, live, "venue_id,name\ncsv-live,Live\n").status_code == 200
-    assert eventually(lambda: ad_status(live, "csv-live") == 204)
+    assert eventually(lambda: ad_status(live, "csv-live") in (200, 204))

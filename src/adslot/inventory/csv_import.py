@@ -23,7 +23,7 @@ import msgspec
 import sqlalchemy as sa
 
 from adslot.errors import ApiError
-from adslot.inventory.places import country_code, is_timezone
+from adslot.inventory.places import check_timezone, country_code
 from adslot.inventory.repository import screen_changes, screen_values, venue_changes, venue_values
 from adslot.inventory.schemas import ImportResult, ScreenIn, ScreenPatch, VenueIn, VenuePatch
 from adslot.storage.tables import screens, venues
@@ -188,8 +188,8 @@ def _cell(column: str, raw: str, kind: Any) -> Any:
         raise ApiError(400, "invalid_field", str(exc), column) from exc
     if column == "country":
         return country_code(value, column)
-    if column == "timezone" and not is_timezone(value):
-        raise ApiError(422, "invalid_timezone", f"{value!r} is not an IANA time zone", column)
+    if column == "timezone":
+        check_timezone(value, column)
     return value
 
 
