@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import adslot.decision.index as index_module
 from adslot.decision.index import Creative as ReexportedCreative
 from adslot.decision.index import DecisionIndex
 from adslot.decision.index import LiveCampaign as ReexportedLiveCampaign
 from adslot.decision.model import Creative, GeoRadius, LiveCampaign, ScreenProfile, Targeting, VenueProfile
+from adslot.decision.targeting import EARTH_RADIUS_KM, venue_matches
 from tests.decision.factories import START, campaign, creative
 
 V1 = VenueProfile("v1", venue_type="mall", tags=frozenset({"indoor"}), country="DE", city="Berlin")
@@ -268,3 +272,104 @@ def test_eligible_tiers_hold_only_campaigns_in_flight_and_in_daypart() -> None:
     assert eligible(START + 150, 1) == [2, 3]
     assert eligible(START + 200, 5) == []
     assert eligible(START + 50, 0) == [1, 4]  # remembered windows answer again correctly
+
+
+# --- radius campaigns on the grid ---------------------------------------------------------------------------
+
+
+def radius_campaign(latitude: float, longitude: float, radius_km: float) -> LiveCampaign:
+    return campaign(1, targeting=Targeting(radii=(GeoRadius(latitude, longitude, radius_km),)))
+
+
+def found_at(built: DecisionIndex, latitude: float, longitude: float) -> bool:
+    return bool(
+        built.candidates(VenueProfile(f"at {latitude},{longitude}", latitude=latitude, longitude=longitude))
+    )
+
+
+def test_a_radius_is_found_across_a_cell_border() -> None:
+    built = DecisionIndex.build([radius_campaign(52.999, 13.999, 5)])
+    assert found_at(built, 53.01, 14.01)
+    assert found_at(built, 52.98, 13.98)
+    assert not found_at(built, 53.1, 14.1)
+
+
+def test_a_radius_is_found_across_the_antimeridian() -> None:
+    built = DecisionIndex.build([radius_campaign(0.0, 179.99, 10)])
+    assert found_at(built, 0.0, -179.99)
+
+
+def test_a_radius_around_a_pole_is_found_at_any_longitude() -> None:
+    built = DecisionIndex.build([radius_campaign(89.9, 0.0, 50)])
+    assert found_at(built, 89.95, 120.0)
+    assert found_at(built, 90.0, 0.0)
+    assert not found_at(built, 89.0, 180.0)
+
+
+def test_a_radius_of_a_thousand_kilometres_is_found_far_from_its_centre() -> None:
+    built = DecisionIndex.build([radius_campaign(52.52, 13.40, 1_000)])
+    assert found_at(built, 48.86, 2.35)  # Paris, about 880 km from Berlin
+    assert not found_at(built, 40.42, -3.70)  # Madrid, about 1,870 km
+
+
+def test_a_negative_radius_contains_nothing() -> None:
+    built = DecisionIndex.build([radius_campaign(52.52, 13.40, -1)])
+    assert not found_at(built, 52.52, 13.40)
+
+
+def test_far_away_radius_campaigns_are_not_examined(monkeypatch: pytest.MonkeyPatch) -> None:
+    far = [
+        campaign(n, targeting=Targeting(radii=(GeoRadius(40.0, -74.0 + n / 100, 20),)))
+        for n in range(10, 510)
+    ]
+    near = campaign(1, targeting=Targeting(radii=(GeoRadius(52.5, 13.4, 20),)))
+    built = DecisionIndex.build([*far, near])
+    looked_at: list[int] = []
+    real = index_module.venue_matches
+
+    def counting(targeting: Targeting, venue: VenueProfile) -> bool:
+        looked_at.append(1)
+        return real(targeting, venue)
+
+    monkeypatch.setattr(index_module, "venue_matches", counting)
+    assert ids(built.candidates(VenueProfile("berlin", latitude=52.52, longitude=13.40))) == [1]
+    assert len(looked_at) == 1
+
+
+latitudes = st.floats(-90, 90, allow_nan=False)
+longitudes = st.floats(-180, 180, allow_nan=False, exclude_max=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(latitudes, longitudes, st.floats(0, 3_000), latitudes, longitudes)
+def test_property_the_grid_finds_a_radius_campaign_exactly_where_its_circle_matches(
+    centre_lat: float, centre_lon: float, radius_km: float, venue_lat: float, venue_lon: float
+) -> None:
+    targeting = Targeting(radii=(GeoRadius(centre_lat, centre_lon, radius_km),))
+    built = DecisionIndex.build([campaign(1, targeting=targeting)])
+    venue = VenueProfile("v", latitude=venue_lat, longitude=venue_lon)
+    assert bool(built.candidates(venue)) == venue_matches(targeting, venue)
+
+
+@settings(max_examples=300, deadline=None)
+@given(latitudes, longitudes, st.floats(0.1, 300), st.floats(0, 1), st.floats(0, 2 * math.pi))
+def test_property_a_venue_just_inside_a_radius_is_found(
+    centre_lat: float, centre_lon: float, radius_km: float, fraction: float, bearing: float
+) -> None:
+    """Venues drawn inside the circle, so that the property above is not satisfied by misses alone."""
+    distance = radius_km * fraction * 0.999
+    # Destination point on the sphere at that distance and bearing.
+    angular = distance / EARTH_RADIUS_KM
+    phi1, lambda1 = math.radians(centre_lat), math.radians(centre_lon)
+    phi2 = math.asin(
+        math.sin(phi1) * math.cos(angular) + math.cos(phi1) * math.sin(angular) * math.cos(bearing)
+    )
+    lambda2 = lambda1 + math.atan2(
+        math.sin(bearing) * math.sin(angular) * math.cos(phi1),
+        math.cos(angular) - math.sin(phi1) * math.sin(phi2),
+    )
+    venue_lon = (math.degrees(lambda2) + 540) % 360 - 180
+    venue = VenueProfile("v", latitude=math.degrees(phi2), longitude=venue_lon)
+    targeting = Targeting(radii=(GeoRadius(centre_lat, centre_lon, radius_km),))
+    assert venue_matches(targeting, venue)
+    assert DecisionIndex.build([campaign(1, targeting=targeting)]).candidates(venue)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import random
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from adslot.decision.index import Candidate, Choice, DecisionIndex, TierPool
 from adslot.decision.model import LiveCampaign
@@ -135,7 +135,7 @@ def _walk_oversold(
 
 def _draw(
     items: tuple[Candidate, ...],
-    cumulative: tuple[float, ...],
+    cumulative: Sequence[float],
     rng: random.Random,
     accept: Accept,
     exclude: frozenset[int],

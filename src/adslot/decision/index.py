@@ -23,6 +23,8 @@ race between threads would at worst compute an entry twice.
 
 from __future__ import annotations
 
+import math
+from array import array
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,8 +32,18 @@ from itertools import accumulate
 from typing import TypeVar
 
 from adslot.decision.fit import fits
-from adslot.decision.model import TIERS, Creative, LiveCampaign, ScreenProfile, Tier, VenueProfile
+from adslot.decision.model import (
+    TIERS,
+    Creative,
+    GeoRadius,
+    LiveCampaign,
+    ScreenProfile,
+    Targeting,
+    Tier,
+    VenueProfile,
+)
 from adslot.decision.targeting import (
+    EARTH_RADIUS_KM,
     has_geography,
     screen_allowed,
     upper_countries,
@@ -56,6 +68,14 @@ DEFAULT_CACHE_SIZE = 16_384
 WINDOWS_PER_SCREEN = 4
 """Eligible subsets kept per screen pool: the current hour, the next one for look-ahead play times, and a
 flight that starts or ends within the hour."""
+
+Cell = tuple[int, int]
+"""A 1° x 1° cell of latitude and longitude: a radius campaign is posted on each cell its circle touches."""
+
+MAX_RADIUS_CELLS = 64
+"""A radius touching more cells (hundreds of kilometres, or near a pole) is checked at every venue instead."""
+
+_MARGIN_RADIANS = 1e-6
 
 FitKey = tuple[int | None, int | None, str | None, frozenset[str] | None, int | None] | None
 """What ``fits`` reads of a screen; None for a request without a screen profile."""
@@ -88,7 +108,10 @@ class Candidate:
     campaign: LiveCampaign
     choices: tuple[Choice, ...]
     """One per creative that fits, with a positive weight."""
-    creative_cumulative: tuple[float, ...]
+    creative_cumulative: array[float]
+    """Running sums of creative weights. Arrays of doubles, not tuples of floats: a bisect then reads one
+    contiguous buffer instead of a float object per probe, which matters once the catalog outgrows the CPU
+    caches."""
     id: int
     start_at: int
     end_at: int
@@ -107,9 +130,9 @@ class TierPool:
 
     tier: Tier
     weighted: tuple[Candidate, ...]
-    weight_cumulative: tuple[float, ...]
+    weight_cumulative: array[float]
     sov: tuple[Candidate, ...]
-    sov_cumulative: tuple[float, ...]
+    sov_cumulative: array[float]
     sov_total: float
 
     def all(self) -> tuple[Candidate, ...]:
@@ -121,11 +144,11 @@ class TierPool:
         sov: list[Candidate] = []
         for candidate in candidates:
             (sov if candidate.share > 0 else weighted).append(candidate)
-        sov_cumulative = tuple(accumulate(c.share for c in sov))
+        sov_cumulative = array("d", accumulate(c.share for c in sov))
         return cls(
             tier=tier,
             weighted=tuple(weighted),
-            weight_cumulative=tuple(accumulate(float(c.campaign.weight) for c in weighted)),
+            weight_cumulative=array("d", accumulate(float(c.campaign.weight) for c in weighted)),
             sov=tuple(sov),
             sov_cumulative=sov_cumulative,
             sov_total=sov_cumulative[-1] if sov_cumulative else 0.0,
@@ -187,6 +210,7 @@ class DecisionIndex:
     """Live campaigns posted by venue targeting dimension, with per-venue and per-screen memos."""
 
     __slots__ = (
+        "_by_cell",
         "_by_city",
         "_by_country",
         "_by_region",
@@ -197,9 +221,9 @@ class DecisionIndex:
         "_everywhere",
         "_fitted",
         "_named_screens",
-        "_radius",
         "_screens",
         "_venues",
+        "_wide_radius",
         "campaigns",
     )
 
@@ -214,13 +238,14 @@ class DecisionIndex:
         self._by_country: dict[str, list[int]] = {}
         self._by_region: dict[str, list[int]] = {}
         self._by_city: dict[str, list[int]] = {}
-        radius: list[int] = []
+        self._by_cell: dict[Cell, list[int]] = {}
+        wide_radius: list[int] = []
         everywhere: list[int] = []
         named: set[str] = set()
         for campaign in campaigns.values():
-            self._post(campaign, radius, everywhere)
+            self._post(campaign, wide_radius, everywhere)
             named.update(campaign.targeting.screen_ids, campaign.exclusions.screen_ids)
-        self._radius = tuple(radius)
+        self._wide_radius = tuple(wide_radius)
         self._everywhere = tuple(everywhere)
         self._named_screens = frozenset(named)
         self._venues: dict[str, tuple[VenueProfile, tuple[LiveCampaign, ...]]] = {}
@@ -273,32 +298,41 @@ class DecisionIndex:
         _remember(self._screens, key, pools, self._cache_size)
         return pools
 
-    def _post(self, campaign: LiveCampaign, radius: list[int], everywhere: list[int]) -> None:
-        """One dimension is enough, as every non-empty one must match; prefer those needing no geometry."""
+    def _post(self, campaign: LiveCampaign, wide_radius: list[int], everywhere: list[int]) -> None:
+        """One dimension is enough, as every non-empty one must match: the one likely to hold fewest venues.
+
+        Venue ids first; then a geography of cities, regions and radii small enough to post on the grid; then
+        tags and types; then a geography with countries or a radius too wide for the grid; else everywhere.
+        """
         targeting = campaign.targeting
+        cells = _geography_cells(targeting)
+        narrow_geography = has_geography(targeting) and not targeting.countries and cells is not None
         if targeting.venue_ids:
             _post(self._by_venue_id, targeting.venue_ids, campaign.id)
-        elif has_geography(targeting) and not targeting.radii:
-            self._post_places(campaign)
+        elif narrow_geography:
+            self._post_geography(campaign.id, targeting, cells, wide_radius)
         elif targeting.venue_tags:
             _post(self._by_tag, targeting.venue_tags, campaign.id)
         elif targeting.venue_types:
             _post(self._by_type, targeting.venue_types, campaign.id)
-        elif targeting.radii:
-            self._post_places(campaign)
-            radius.append(campaign.id)
+        elif has_geography(targeting):
+            self._post_geography(campaign.id, targeting, cells, wide_radius)
         else:
             everywhere.append(campaign.id)
 
-    def _post_places(self, campaign: LiveCampaign) -> None:
-        targeting = campaign.targeting
-        _post(self._by_country, upper_countries(targeting), campaign.id)
-        _post(self._by_region, targeting.regions, campaign.id)
-        _post(self._by_city, targeting.cities, campaign.id)
+    def _post_geography(
+        self, campaign_id: int, targeting: Targeting, cells: list[Cell] | None, wide_radius: list[int]
+    ) -> None:
+        _post(self._by_country, upper_countries(targeting), campaign_id)
+        _post(self._by_region, targeting.regions, campaign_id)
+        _post(self._by_city, targeting.cities, campaign_id)
+        if cells is None:
+            wide_radius.append(campaign_id)
+        else:
+            _post(self._by_cell, cells, campaign_id)
 
     def _compute_candidates(self, venue: VenueProfile) -> tuple[LiveCampaign, ...]:
         ids: set[int] = set(self._everywhere)
-        ids.update(self._radius)
         ids.update(self._by_venue_id.get(venue.venue_id, ()))
         if venue.venue_type is not None:
             ids.update(self._by_type.get(venue.venue_type, ()))
@@ -310,6 +344,9 @@ class DecisionIndex:
             ids.update(self._by_region.get(venue.region, ()))
         if venue.city is not None:
             ids.update(self._by_city.get(venue.city, ()))
+        if venue.latitude is not None and venue.longitude is not None:
+            ids.update(self._wide_radius)
+            ids.update(self._by_cell.get(cell_of(venue.latitude, venue.longitude), ()))
         kept = [
             campaign
             for campaign in (self.campaigns[i] for i in ids)
@@ -338,6 +375,49 @@ class DecisionIndex:
         return tuple(TierPool.of(tier, by_tier[tier]) for tier in TIERS if tier in by_tier)
 
 
+def cell_of(latitude: float, longitude: float) -> Cell:
+    """Whole degrees; latitude 90 joins the row below it, longitude wraps to [-180, 180)."""
+    row = min(math.floor(latitude), 89)
+    column = (math.floor(longitude) + 180) % 360 - 180
+    return row, column
+
+
+def radius_cells(radius: GeoRadius) -> list[Cell] | None:
+    """Every grid cell that the radius's circle may touch, or None when that is more than MAX_RADIUS_CELLS.
+
+    The circle's latitude span is exactly its angular radius either side; its longitude span is
+    asin(sin(r) / cos(latitude)) either side unless it contains a pole. A small margin covers rounding; a
+    cell too many only costs one distance check.
+    """
+    angular = radius.radius_km / EARTH_RADIUS_KM
+    if not angular >= 0:  # negative or NaN: contains no point at all
+        return []
+    centre = math.radians(radius.latitude)
+    if angular + _MARGIN_RADIANS >= math.pi / 2 - abs(centre):
+        return None
+    half_width = math.asin(min(1.0, math.sin(angular) / math.cos(centre))) + _MARGIN_RADIANS
+    south = max(-90.0, math.degrees(centre - angular - _MARGIN_RADIANS))
+    north = min(90.0, math.degrees(centre + angular + _MARGIN_RADIANS))
+    west = radius.longitude - math.degrees(half_width)
+    east = radius.longitude + math.degrees(half_width)
+    rows = range(min(math.floor(south), 89), min(math.floor(north), 89) + 1)
+    columns = range(math.floor(west), math.floor(east) + 1)
+    if len(rows) * len(columns) > MAX_RADIUS_CELLS:
+        return None
+    return [(row, (column + 180) % 360 - 180) for row in rows for column in columns]
+
+
+def _geography_cells(targeting: Targeting) -> list[Cell] | None:
+    """The grid cells of all the targeting's radii; None when one of them is too wide for the grid."""
+    cells: list[Cell] = []
+    for radius in targeting.radii:
+        mine = radius_cells(radius)
+        if mine is None:
+            return None
+        cells.extend(mine)
+    return cells
+
+
 def fit_key(screen: ScreenProfile | None) -> FitKey:
     if screen is None:
         return None
@@ -363,7 +443,7 @@ def _candidate(campaign: LiveCampaign, screen: ScreenProfile | None) -> Candidat
     return Candidate(
         campaign=campaign,
         choices=tuple(Choice(campaign, creative) for creative in creatives),
-        creative_cumulative=tuple(accumulate(float(c.weight) for c in creatives)),
+        creative_cumulative=array("d", accumulate(float(c.weight) for c in creatives)),
         id=campaign.id,
         start_at=campaign.start_at,
         end_at=campaign.end_at,
@@ -372,7 +452,7 @@ def _candidate(campaign: LiveCampaign, screen: ScreenProfile | None) -> Candidat
     )
 
 
-def _post(postings: dict[str, list[int]], keys: Iterable[str], campaign_id: int) -> None:
+def _post(postings: dict[K, list[int]], keys: Iterable[K], campaign_id: int) -> None:
     for key in keys:
         postings.setdefault(key, []).append(campaign_id)
 

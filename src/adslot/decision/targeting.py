@@ -35,7 +35,7 @@ def venue_excluded(exclusions: Targeting, venue: VenueProfile) -> bool:
         return True
     if not exclusions.venue_tags.isdisjoint(venue.tags):
         return True
-    return geography_matches(exclusions, venue)
+    return has_geography(exclusions) and geography_matches(exclusions, venue)
 
 
 def screen_allowed(campaign: LiveCampaign, screen_id: str | None) -> bool:
@@ -60,11 +60,7 @@ def has_venue_dimension(targeting: Targeting) -> bool:
 
 def geography_matches(targeting: Targeting, venue: VenueProfile) -> bool:
     """Country, region, city and radius are alternatives of one place: any of them matching is a match."""
-    if (
-        venue.country is not None
-        and targeting.countries
-        and venue.country.upper() in upper_countries(targeting)
-    ):
+    if venue.country is not None and targeting.countries and _country_in(venue.country, targeting.countries):
         return True
     if venue.region is not None and venue.region in targeting.regions:
         return True
@@ -75,6 +71,14 @@ def geography_matches(targeting: Targeting, venue: VenueProfile) -> bool:
 
 def upper_countries(targeting: Targeting) -> frozenset[str]:
     return frozenset(country.upper() for country in targeting.countries)
+
+
+def _country_in(country: str, countries: frozenset[str]) -> bool:
+    """Exact first (the usual case, no allocation), then case-insensitively."""
+    if country in countries:
+        return True
+    wanted = country.upper()
+    return any(candidate.upper() == wanted for candidate in countries)
 
 
 def within(radius: GeoRadius, venue: VenueProfile) -> bool:
