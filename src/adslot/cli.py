@@ -541,5 +541,49 @@ def report_playlog(env_name: str, fmt: str, **params: Any) -> None:
     _run(env_name, write)
 
 
+@main.command()
+@click.option("--screens", type=click.IntRange(1, 20_000), default=500, show_default=True)
+@click.option("--campaigns", "campaign_count", type=click.IntRange(1, 1_000), default=20, show_default=True)
+@click.option("--hours", type=click.IntRange(1, 24 * 31), default=48, show_default=True)
+@click.option("--slot-seconds", type=click.IntRange(10, 3600), default=300, show_default=True)
+@click.option("--pop-loss", type=click.FloatRange(0, 1), default=0.03, show_default=True)
+@click.option("--pop-late", type=click.FloatRange(0, 1), default=0.02, show_default=True)
+@click.option("--seed", type=int, default=7, show_default=True)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("adslot-simulation"),
+    show_default=True,
+    help="Where the simulation's own SQLite database is written (never the service's).",
+)
+def simulate(
+    screens: int,
+    campaign_count: int,
+    hours: int,
+    slot_seconds: int,
+    pop_loss: float,
+    pop_late: float,
+    seed: int,
+    data_dir: Path,
+) -> None:
+    """Run the real decision engine and ledger over a virtual clock and print delivery per campaign."""
+    import asyncio
+
+    from adslot.simulation.run import SimulationConfig
+    from adslot.simulation.run import simulate as run_simulation
+
+    config = SimulationConfig(
+        screens=screens,
+        campaigns=campaign_count,
+        hours=hours,
+        slot_seconds=slot_seconds,
+        pop_loss=pop_loss,
+        pop_late=pop_late,
+        seed=seed,
+    )
+    report = asyncio.run(run_simulation(config, data_dir))
+    click.echo(report.render())
+
+
 if __name__ == "__main__":
     main()

@@ -66,9 +66,18 @@ async def fill_slot(
     def accept(campaign: LiveCampaign) -> bool:
         return cache.accepts(claims_of(campaign), request.play_time)
 
+    def unlimited(campaign: LiveCampaign) -> bool:
+        return not claims_of(campaign)
+
     excluded: set[int] = set()
-    for _ in range(MAX_TRIES):
-        choice = choose(catalog.index, slot, rng, accept=accept, exclude=frozenset(excluded))
+    for attempt in range(MAX_TRIES + 1):
+        # After MAX_TRIES refusals (concurrent requests racing for the last units of the same goals), only
+        # campaigns without caps, pacing, frequency or separation are asked: the ledger cannot refuse those,
+        # so a slot that a house campaign could fill is never left empty by a lost race.
+        last = attempt == MAX_TRIES
+        choice = choose(
+            catalog.index, slot, rng, accept=unlimited if last else accept, exclude=frozenset(excluded)
+        )
         if choice is None:
             break
         claims = claims_of(choice.campaign)

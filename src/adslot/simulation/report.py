@@ -32,11 +32,20 @@ class CampaignFigures:
     pacing_errors: list[float] = field(default_factory=list)
     """Per active hour after the first: (delivered - plan) / plan."""
 
+    days: int = 1
+    """Days of the flight (campaign timezone) a daily goal applies to."""
+
+    @property
+    def goal_total(self) -> int:
+        if self.goal is None:
+            return 0
+        return self.goal.limit * (self.days if self.goal.period == "daily" else 1)
+
     @property
     def goal_share(self) -> float | None:
-        if self.goal is None or self.goal.limit == 0:
+        if self.goal is None or self.goal_total == 0:
             return None
-        return self.delivered_units / self.goal.limit
+        return self.delivered_units / self.goal_total
 
     @property
     def worst_pacing_error(self) -> float | None:
@@ -62,7 +71,11 @@ class SimulationReport:
         ]
         for f in self.campaigns:
             c = f.campaign
-            goal = f"{f.goal.period} {f.goal.metric} {_units(f.goal.metric, f.goal.limit)}" if f.goal else "-"
+            goal = "-"
+            if f.goal is not None:
+                goal = f"{f.goal.period} {f.goal.metric} {_units(f.goal.metric, f.goal.limit)}"
+                if f.goal.period == "daily":
+                    goal += f" x {f.days} days"
             share = f"{f.goal_share:.1%}" if f.goal_share is not None else "-"
             worst = f"{f.worst_pacing_error:+.1%}" if f.worst_pacing_error is not None else "-"
             delivered = _units(f.goal.metric, f.delivered_units) if f.goal else "-"
@@ -140,6 +153,11 @@ def _figures(
             if cap is f.goal:
                 f.delivered_units = units
             continue
+        flight_days = {
+            dt.datetime.fromtimestamp(t, tz).date() for t in range(campaign.start_at, campaign.end_at, 3600)
+        }
+        if cap is f.goal:
+            f.days = len(flight_days)
         per_day: dict[dt.date, tuple[int, float]] = defaultdict(lambda: (0, 0.0))
         for hour, (plays, impressions) in hours.items():
             day = dt.datetime.fromtimestamp(hour, tz).date()

@@ -93,7 +93,9 @@ async def _drive(
     assert isinstance(catalog, Catalog)
     rng = random.Random(config.seed)
     decide_rng = random.Random(config.seed + 1)
-    cache = DeliveryCache()
+    clock = [float(config.start)]
+    # The cache forgets counters after a few seconds of the clock it is given: the virtual one here.
+    cache = DeliveryCache(clock=lambda: clock[0])
     offsets = {s: rng.randrange(config.slot_seconds) for s in screens}
     fires: list[tuple[int, int, Fire]] = []  # (due, seq, fire)
     seq = itertools.count()
@@ -101,6 +103,7 @@ async def _drive(
     end = config.start + config.hours * 3600
 
     for minute in range(config.start - 120, end + config.play_window_seconds + 120, 60):
+        clock[0] = float(minute)
         if minute < end:
             batch = []
             for screen in screens:

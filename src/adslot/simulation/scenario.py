@@ -126,7 +126,7 @@ def _campaign_spec(i: int, rng: random.Random, supply: int) -> dict[str, Any]:
             "tier": "sponsorship",
             "share_of_voice": 0.15,
             "targeting": {"venue_tags": ["premium"]},
-            "caps": [{"period": "lifetime", "metric": "plays", "limit": supply // 60}],
+            "caps": [{"period": "lifetime", "metric": "plays", "limit": max(1, supply // 60)}],
             "pacing": "even",
         }
     if kind == 1:
@@ -135,7 +135,7 @@ def _campaign_spec(i: int, rng: random.Random, supply: int) -> dict[str, Any]:
             "weight": 50,
             "targeting": {"geo": {"cities": ["Berlin"]}},
             "dayparts": evenings,
-            "caps": [{"period": "daily", "metric": "plays", "limit": supply // 400}],
+            "caps": [{"period": "daily", "metric": "plays", "limit": max(1, supply // 400)}],
             "frequency": {"per_hour": 2},
         }
     if kind >= 17:
@@ -143,17 +143,17 @@ def _campaign_spec(i: int, rng: random.Random, supply: int) -> dict[str, Any]:
     standard: list[dict[str, Any]] = [
         {
             "targeting": {"venue_types": ["1.1", "1.2"]},
-            "caps": [{"period": "lifetime", "metric": "impressions", "limit": supply // 30 * 12}],
+            "caps": [{"period": "lifetime", "metric": "impressions", "limit": max(1, supply // 30 * 12)}],
             "pacing": "even",
         },
         {
             "targeting": {"geo": {"countries": ["US"]}},
-            "cpm": "8.50",
+            "cpm": 8.5,
             "caps": [
                 {
                     "period": "lifetime",
                     "metric": "spend",
-                    "limit": str(round(supply / 120 * 16 * 8.5 / 1000, 2)),
+                    "limit": max(0.01, round(supply / 120 * 16 * 8.5 / 1000, 2)),
                 }
             ],
             "pacing": "even",
@@ -161,19 +161,19 @@ def _campaign_spec(i: int, rng: random.Random, supply: int) -> dict[str, Any]:
         },
         {
             "targeting": {"geo": {"radius": [{"latitude": 52.52, "longitude": 13.40, "radius_km": 25}]}},
-            "caps": [{"period": "lifetime", "metric": "plays", "limit": supply // 150}],
+            "caps": [{"period": "lifetime", "metric": "plays", "limit": max(1, supply // 150)}],
             "pacing": "even",
             "dayparts": weekday_daytime,
         },
         {
             "targeting": {"venue_tags": ["mall", "office"]},
             "exclusions": {"geo": {"countries": ["GB"]}},
-            "caps": [{"period": "daily", "metric": "plays", "limit": supply // 200}],
+            "caps": [{"period": "daily", "metric": "plays", "limit": max(1, supply // 200)}],
             "pacing": "even",
             "frequency": {"per_hour": 3, "per_day": 30},
         },
         {
-            "caps": [{"period": "daily", "metric": "plays", "limit": supply // 300}],
+            "caps": [{"period": "daily", "metric": "plays", "limit": max(1, supply // 300)}],
             "pacing": "asap",
             "separation_minutes": 15,
         },
