@@ -25,6 +25,8 @@ HOT = {
     ("head", "/api/v1/ad/callback"),
     ("get", "/api/v1/ad/tracking/video"),
     ("head", "/api/v1/ad/tracking/video"),
+    ("post", "/api/v1/ad/request/{ad_request_uuid}/release"),
+    ("get", "/api/v1/ad/manifest"),
 }
 MANAGEMENT = {
     ("get", "/api/v1/advertisers"),
@@ -39,11 +41,18 @@ MANAGEMENT = {
     ("get", "/api/v1/venues/{venue_id}"),
     ("patch", "/api/v1/venues/{venue_id}"),
     ("post", "/api/v1/venues/{venue_id}/screens"),
+    ("patch", "/api/v1/campaigns/{campaign_id}/creatives/{creative_id}"),
+    ("patch", "/api/v1/venues/{venue_id}/screens/{screen_id}"),
+    ("post", "/api/v1/venues/import"),
+    ("get", "/api/v1/reports/delivery"),
+    ("get", "/api/v1/reports/playlog"),
 }
 KEYED = {
     ("post", "/api/v1/ad/request"),
     ("post", "/ad/request"),
     ("get", "/api/v1/ad/request/{ad_request_uuid}"),
+    ("post", "/api/v1/ad/request/{ad_request_uuid}/release"),
+    ("get", "/api/v1/ad/manifest"),
 }
 PIXELS = {op for op in HOT if "callback" in op[1] or "tracking" in op[1]}
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -63,6 +72,11 @@ EXPECTED_ERRORS = {
     ("post", "/api/v1/venues"): {400, 401, 403, 409, 422},
     ("patch", "/api/v1/venues/{venue_id}"): {400, 401, 403, 404, 422},
     ("post", "/api/v1/venues/{venue_id}/screens"): {400, 401, 403, 404, 409},
+    ("post", "/api/v1/ad/request/{ad_request_uuid}/release"): {400, 401, 403, 404, 409, 410},
+    ("get", "/api/v1/ad/manifest"): {400, 401, 403, 422},
+    ("get", "/api/v1/reports/delivery"): {400, 401, 403, 422},
+    ("get", "/api/v1/reports/playlog"): {400, 401, 403},
+    ("post", "/api/v1/venues/import"): {400, 401, 403, 413, 415},
 }
 
 
