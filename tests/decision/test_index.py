@@ -373,3 +373,18 @@ def test_property_a_venue_just_inside_a_radius_is_found(
     targeting = Targeting(radii=(GeoRadius(centre_lat, centre_lon, radius_km),))
     assert venue_matches(targeting, venue)
     assert DecisionIndex.build([campaign(1, targeting=targeting)]).candidates(venue)
+
+
+def test_coordinates_off_the_map_match_no_radius_and_break_nothing() -> None:
+    nan, inf = float("nan"), float("inf")
+    built = DecisionIndex.build(
+        [
+            campaign(1, targeting=Targeting(radii=(GeoRadius(nan, 13.4, 10),))),
+            campaign(2, targeting=Targeting(radii=(GeoRadius(52.5, inf, 10),))),
+            campaign(3, targeting=Targeting(radii=(GeoRadius(52.5, 13.4, 10),))),
+            campaign(4),
+        ]
+    )
+    assert ids(built.candidates(VenueProfile("a", latitude=52.5, longitude=13.4))) == [3, 4]
+    assert ids(built.candidates(VenueProfile("b", latitude=nan, longitude=13.4))) == [4]
+    assert ids(built.candidates(VenueProfile("c", latitude=52.5, longitude=-inf))) == [4]

@@ -344,9 +344,10 @@ class DecisionIndex:
             ids.update(self._by_region.get(venue.region, ()))
         if venue.city is not None:
             ids.update(self._by_city.get(venue.city, ()))
-        if venue.latitude is not None and venue.longitude is not None:
+        latitude, longitude = venue.latitude, venue.longitude
+        if latitude is not None and longitude is not None and math.isfinite(latitude + longitude):
             ids.update(self._wide_radius)
-            ids.update(self._by_cell.get(cell_of(venue.latitude, venue.longitude), ()))
+            ids.update(self._by_cell.get(cell_of(latitude, longitude), ()))
         kept = [
             campaign
             for campaign in (self.campaigns[i] for i in ids)
@@ -390,8 +391,8 @@ def radius_cells(radius: GeoRadius) -> list[Cell] | None:
     cell too many only costs one distance check.
     """
     angular = radius.radius_km / EARTH_RADIUS_KM
-    if not angular >= 0:  # negative or NaN: contains no point at all
-        return []
+    if not (angular >= 0 and math.isfinite(radius.latitude) and math.isfinite(radius.longitude)):
+        return []  # a negative or NaN radius, or a centre off the map, contains no point at all
     centre = math.radians(radius.latitude)
     if angular + _MARGIN_RADIANS >= math.pi / 2 - abs(centre):
         return None
