@@ -66,6 +66,18 @@ def test_quartile_events_without_an_impression_do_not_make_it_played(column: str
     assert record.state(EXPIRES_AT + 1) == "expired"
 
 
+def test_an_ad_request_its_player_released_is_released_before_and_after_its_expiry() -> None:
+    record = ad_request(settled_at=PLAY_TIME - 30, settle_reason="released")
+    assert record.state(PLAY_TIME) == "released"
+    assert record.state(EXPIRES_AT + 1) == "released"
+
+
+def test_settlement_at_expiry_does_not_change_the_reported_state() -> None:
+    assert ad_request(settled_at=EXPIRES_AT + 60, settle_reason="expired").state(EXPIRES_AT + 61) == "expired"
+    played = ad_request(impression_at=PLAY_TIME + 5, settled_at=EXPIRES_AT + 60, settle_reason="played")
+    assert played.state(EXPIRES_AT + 61) == "played"
+
+
 def test_state_is_computed_without_changing_the_record() -> None:
     record = ad_request()
     before = dataclasses.asdict(record)

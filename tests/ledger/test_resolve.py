@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import uuid
 
-from adslot.ledger.records import Fire
-from adslot.ledger.resolve import Current, candidates, first_fire_times, resolve
+from adslot.ledger.records import Fire, Release
+from adslot.ledger.resolve import (
+    Current,
+    RowChange,
+    candidates,
+    counter_moves,
+    first_fire_times,
+    resolve,
+    resolve_releases,
+    resolve_settles,
+)
 
 A = uuid.UUID(int=1)
 B = uuid.UUID(int=2)
@@ -74,3 +83,120 @@ def test_candidates_are_known_timely_and_unique_with_their_first_time() -> None:
     keys = candidates(fires, {A: current(expires_at=1000)})
     assert keys == [(A, "start", "wrapper")]
     assert first_fire_times(fires, keys) == [7]
+
+
+# --- released ad requests, early releases and the expiry settle ------------------------------------------
+
+CLAIMS = '[["c1:life:plays",1]]'
+
+
+def owned(
+    account_id: int = 5, claims: str | None = CLAIMS, settle_reason: str | None = None, **times: int
+) -> Current:
+    return Current(1000, EMPTY | times, account_id, claims, settle_reason)
+
+
+def test_a_fire_in_time_on_a_released_ad_request_is_released_kept_as_late_and_not_counted() -> None:
+    fires = [Fire(A, "impression", "wrapper", 10), Fire(A, "complete", "inline", 11)]
+    state = {A: owned(settle_reason="released")}
+    verdicts, changes = resolve(fires, state, {(A, "impression", "wrapper"), (A, "complete", "inline")})
+    assert [(v.outcome, v.expires_at) for v in verdicts] == [("released", 1000), ("released", 1000)]
+    assert changes[A].late == 2 and changes[A].set_times == {}
+    assert candidates(fires, state) == []  # never offered to pop_fires
+
+
+def test_a_fire_after_expiry_on_a_released_ad_request_is_late_as_any_other() -> None:
+    assert outcomes(
+        [Fire(A, "impression", "wrapper", 1001)], {A: owned(settle_reason="released")}, set()
+    ) == ["late"]
+
+
+def test_fires_on_ad_requests_settled_as_expired_or_played_follow_the_usual_rules() -> None:
+    fire = Fire(A, "impression", "wrapper", 999)
+    assert outcomes([fire], {A: owned(settle_reason="expired")}, {(A, "impression", "wrapper")}) == [
+        "counted"
+    ]
+    assert outcomes([fire], {A: owned(settle_reason="played", impression_at=5)}, set()) == ["duplicate"]
+
+
+def release_outcomes(
+    releases: list[Release],
+    state: dict[uuid.UUID, Current],
+    changes: dict[uuid.UUID, RowChange] | None = None,
+) -> tuple[list[str], dict[uuid.UUID, RowChange]]:
+    changes = {} if changes is None else changes
+    return [v.outcome for v in resolve_releases(releases, state, changes)], changes
+
+
+def test_an_unplayed_ad_request_released_in_time_is_settled_as_released() -> None:
+    result, changes = release_outcomes([Release(A, 5, 500)], {A: owned()})
+    assert result == ["released"]
+    assert (changes[A].settled_at, changes[A].settle_reason) == (500, "released")
+
+
+def test_releasing_twice_in_one_batch_or_across_batches_is_already_released() -> None:
+    assert release_outcomes([Release(A, 5, 500), Release(A, 5, 501)], {A: owned()})[0] == [
+        "released",
+        "already_released",
+    ]
+    assert release_outcomes([Release(A, 5, 500)], {A: owned(settle_reason="released")})[0] == [
+        "already_released"
+    ]
+
+
+def test_a_played_ad_request_cannot_be_released() -> None:
+    result, changes = release_outcomes([Release(A, 5, 500)], {A: owned(impression_at=400)})
+    assert result == ["played"] and A not in changes
+
+
+def test_a_release_behind_an_impression_counted_in_the_same_batch_is_played() -> None:
+    state = {A: owned()}
+    _, changes = resolve([Fire(A, "impression", "wrapper", 10)], state, {(A, "impression", "wrapper")})
+    result, changes = release_outcomes([Release(A, 5, 11)], state, changes)
+    assert result == ["played"] and changes[A].settle_reason is None
+
+
+def test_a_release_after_expiry_is_late_and_settles_the_ad_request_as_expired() -> None:
+    result, changes = release_outcomes([Release(A, 5, 1001)], {A: owned()})
+    assert result == ["late"]
+    assert (changes[A].settled_at, changes[A].settle_reason) == (1001, "expired")
+    already, changes = release_outcomes([Release(A, 5, 1001)], {A: owned(settle_reason="expired")})
+    assert already == ["late"] and A not in changes
+
+
+def test_another_accounts_or_a_missing_ad_request_is_unknown_alike() -> None:
+    result, changes = release_outcomes([Release(A, 6, 500), Release(B, 5, 500)], {A: owned(account_id=5)})
+    assert result == ["unknown", "unknown"] and changes == {}
+
+
+def test_the_sweep_settles_played_as_played_unplayed_as_expired_and_skips_the_settled() -> None:
+    C = uuid.UUID(int=3)
+    D = uuid.UUID(int=4)
+    state = {A: owned(impression_at=7), B: owned(), C: owned(settle_reason="released"), D: owned()}
+    changes: dict[uuid.UUID, RowChange] = {}
+    resolve_releases([Release(D, 5, 900)], state, changes)
+    assert resolve_settles([A, B, C, D], state, changes, 2000) == 2
+    assert (changes[A].settle_reason, changes[B].settle_reason) == ("played", "expired")
+    assert changes[A].settled_at == changes[B].settled_at == 2000
+    assert C not in changes and changes[D].settle_reason == "released"
+
+
+def test_reservations_move_with_a_counted_impression_a_release_or_an_unplayed_expiry_only() -> None:
+    C = uuid.UUID(int=3)
+    D = uuid.UUID(int=4)
+    E = uuid.UUID(int=5)
+    state = {
+        A: owned(claims='[["a",1]]'),
+        B: owned(claims='[["b",1]]'),
+        C: owned(claims='[["c",1]]', impression_at=3),
+        D: owned(claims='[["d",1]]', settle_reason="expired"),
+        E: owned(claims=None),
+    }
+    changes = {
+        A: RowChange(set_times={"impression_at": 10}),
+        B: RowChange(settled_at=20, settle_reason="released"),
+        C: RowChange(settled_at=20, settle_reason="played"),  # delivered when its impression counted
+        D: RowChange(set_times={"impression_at": 999}),  # settled before: it holds nothing any more
+        E: RowChange(settled_at=20, settle_reason="expired"),
+    }
+    assert counter_moves(state, changes) == (['[["a",1]]'], ['[["b",1]]'])
