@@ -51,13 +51,6 @@ def has_geography(targeting: Targeting) -> bool:
     return bool(targeting.countries or targeting.regions or targeting.cities or targeting.radii)
 
 
-def has_venue_dimension(targeting: Targeting) -> bool:
-    """False for a campaign that runs in every venue (it may still be limited to screens)."""
-    return bool(
-        targeting.venue_ids or targeting.venue_types or targeting.venue_tags or has_geography(targeting)
-    )
-
-
 def geography_matches(targeting: Targeting, venue: VenueProfile) -> bool:
     """Country, region, city and radius are alternatives of one place: any of them matching is a match."""
     if venue.country is not None and targeting.countries and _country_in(venue.country, targeting.countries):
