@@ -237,12 +237,6 @@ def test_releasing_an_expired_ad_request_is_410_ad_request_expired_and_settles_i
     assert row is not None and row["late_count"] == 0, "a release is not a fire"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: Batch.verdicts (src/adslot/ledger/store.py) gives a Release verdict no counters, so the "
-    "worker's DeliveryCache keeps the released reservation and skips the campaign until its 5 s TTL lapses "
-    "(the ledger itself has already returned it)",
-)
 def test_release_frees_a_lifetime_cap_reservation_so_the_next_request_fills_at_once(
     live: LiveServer, http: httpx.Client
 ) -> None:

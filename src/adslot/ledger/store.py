@@ -18,6 +18,7 @@ Every read and write is keyed (primary key or the unsettled-expiry index): no sc
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -80,19 +81,28 @@ def current_of(row: Sequence[object]) -> Current:
     )
 
 
-def change_values(change: RowChange) -> tuple[object, ...]:
-    """(time per event column or None, settled_at, settle_reason, duplicates, late fires): UPDATE order."""
-    return (
-        *(change.set_times.get(c) for c in TIME_COLUMNS),
-        change.settled_at,
-        change.settle_reason,
-        change.duplicates,
-        change.late,
-    )
+def change_values(change: RowChange, *, settlement: bool = True) -> tuple[object, ...]:
+    """(time per event column or None, [settled_at, settle_reason,] duplicates, late fires): UPDATE order."""
+    times = change.set_times
+    if settlement:
+        return (
+            *[times.get(c) for c in TIME_COLUMNS],
+            change.settled_at,
+            change.settle_reason,
+            change.duplicates,
+            change.late,
+        )
+    return (*[times.get(c) for c in TIME_COLUMNS], change.duplicates, change.late)
 
 
-def issue_values(record: AdRequest) -> tuple[object, ...]:
-    return tuple(getattr(record, c) for c in ISSUE_COLUMNS)
+_ISSUE_FIELDS = operator.attrgetter(*(c for c in ISSUE_COLUMNS if c != "claims"))
+assert ISSUE_COLUMNS[-1] == "claims", "issue_values appends the claims column last"
+
+
+def issue_values(record: AdRequest, claims: str | None) -> tuple[object, ...]:
+    """The INSERT row of an admitted ad request, with the claims column as admitted (one C-level getter:
+    this runs for every ad request)."""
+    return (*_ISSUE_FIELDS(record), claims)
 
 
 SET_ONCE_COLUMNS = (*TIME_COLUMNS, "settled_at", "settle_reason")
@@ -100,6 +110,8 @@ SET_ONCE_COLUMNS = (*TIME_COLUMNS, "settled_at", "settle_reason")
 SELECT_ONE = f"SELECT {', '.join(COLUMNS)} FROM ad_requests WHERE id = "
 INSERT_COLUMNS = ", ".join(ISSUE_COLUMNS)
 COALESCE_SET = ", ".join(f"{c} = COALESCE(ad_requests.{c}, {{{c}}})" for c in SET_ONCE_COLUMNS)
+TIMES_SET = ", ".join(f"{c} = COALESCE(ad_requests.{c}, {{{c}}})" for c in TIME_COLUMNS)
+"""COALESCE_SET without the settlement columns, for rows only fires changed."""
 COUNTER_SET = (
     "duplicate_count = ad_requests.duplicate_count + {dups}, late_count = ad_requests.late_count + {late}"
 )
@@ -130,7 +142,8 @@ class Batch:
     counters: dict[str, Counter] = field(default_factory=dict)
     original: dict[str, Snapshot] = field(default_factory=dict)
     issue_verdicts: list[Verdict] = field(default_factory=list)
-    admitted: list[AdRequest] = field(default_factory=list)
+    admitted: list[tuple[AdRequest, str | None]] = field(default_factory=list)
+    """Ad requests to insert, each with its claims column as admitted."""
 
     @classmethod
     def of(cls, operations: Sequence[Operation]) -> Batch:
@@ -151,8 +164,11 @@ class Batch:
     # -- step 1 ------------------------------------------------------------------------------------------
 
     def named_ids(self) -> list[uuid.UUID]:
-        """The ad requests fires and releases name, sorted: the order PostgreSQL locks them in."""
-        return sorted({f.ad_request_id for f in self.fires} | {r.ad_request_id for r in self.releases})
+        """The ad requests fires and releases name, each once (PostgreSQL orders its locks in SQL)."""
+        ids = {f.ad_request_id for f in self.fires}
+        if self.releases:
+            ids.update(r.ad_request_id for r in self.releases)
+        return list(ids)
 
     def due(self) -> tuple[int, int] | None:
         """(expired before, at most how many) for the expiry settle, or None without a Settle."""
@@ -218,7 +234,7 @@ class Batch:
                 if reason is not None:
                     self.issue_verdicts.append(Verdict("rejected", reason=reason))
                     continue
-            self.admitted.append(replace(record, claims=claims_json(claims)))
+            self.admitted.append((record, claims_json(claims) if claims else None))
             self.issue_verdicts.append(Verdict("issued", record.expires_at))
 
     def counter_writes(self) -> list[tuple[str, int | None, int, int, int | None]]:
@@ -238,7 +254,7 @@ class Batch:
         its slot is retried with another campaign and ends as an issue or a NoFill, counted then.
         """
         rows: dict[tuple[str, str, int], list[int]] = {}
-        for record in self.admitted:
+        for record, _ in self.admitted:
             key = (record.venue_id, record.screen_id or "", record.play_time - record.play_time % HOUR)
             row = rows.setdefault(key, [0, 0])
             row[0] += 1
@@ -270,7 +286,14 @@ class Batch:
                     verdict = replace(verdict, counters=self._snapshots(list(claim_keys(issue.claims))))
                 out.append(verdict)
             elif isinstance(op, Release):
-                out.append(next(releases))
+                verdict = next(releases)
+                state = self.current.get(op.ad_request_id)
+                if verdict.outcome in ("released", "late") and state is not None and state.claims:
+                    # The worker's cache must learn at once that the units are free again, or it would keep
+                    # refusing the campaign (and the budget stay unsold) until its entry ages out.
+                    keys = {key for key, _ in parse_claims(state.claims)}
+                    verdict = replace(verdict, counters=self._snapshots(keys))
+                out.append(verdict)
             elif isinstance(op, Settle):
                 if settle_verdict is None:
                     released = {key for text in self.released_claims for key, _ in parse_claims(text)}
