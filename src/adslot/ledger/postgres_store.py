@@ -130,7 +130,7 @@ async def _apply(conn: asyncpg.Connection, batch: Batch) -> None:
     if writes:
         await conn.execute(WRITE_COUNTERS, *_columns(writes, 5))
     if batch.admitted:
-        await conn.executemany(INSERT, [issue_values(r) for r in batch.admitted])
+        await conn.executemany(INSERT, [issue_values(r, c) for r, c in batch.admitted])
     if batch.changes:
         values = [change_values(c) for c in batch.changes.values()]
         await conn.execute(UPDATE, *_columns(values, _N + 2), list(batch.changes))

@@ -64,7 +64,9 @@ def resolve(
         if state is None:
             verdicts.append(Verdict("unknown"))
             continue
-        change = changes.setdefault(fire.ad_request_id, RowChange())
+        change = changes.get(fire.ad_request_id)
+        if change is None:
+            change = changes[fire.ad_request_id] = RowChange()
         key = (fire.ad_request_id, fire.event, fire.layer)
         if fire.at > state.expires_at:
             change.late += 1

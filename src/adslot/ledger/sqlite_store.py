@@ -27,6 +27,8 @@ from adslot.ledger.store import (
     SET_ONCE_COLUMNS,
     STATE_COLUMNS,
     STATS_UPSERT_SET,
+    TIME_COLUMNS,
+    TIMES_SET,
     Batch,
     change_values,
     current_of,
@@ -46,6 +48,14 @@ UPDATE = (
     + COUNTER_SET.format(dups="?", late="?")
     + " WHERE id = ?"
 )
+UPDATE_FIRES = (
+    "UPDATE ad_requests SET "
+    + TIMES_SET.format(**{c: "?" for c in TIME_COLUMNS})
+    + ", "
+    + COUNTER_SET.format(dups="?", late="?")
+    + " WHERE id = ?"
+)
+"""The same UPDATE without the settlement columns, for the rows only fires changed (most of them)."""
 STATE = f"SELECT {', '.join(STATE_COLUMNS)} FROM ad_requests WHERE id IN ({{marks}})"
 DUE = f"SELECT {', '.join(STATE_COLUMNS)} FROM ad_requests WHERE " + DUE_WHERE.format(before="?", limit="?")
 COUNTERS = f"SELECT {', '.join(COUNTER_COLUMNS)} FROM delivery_counters WHERE key IN ({{marks}})"
@@ -55,9 +65,11 @@ WRITE_COUNTERS = (
     "delivered = excluded.delivered, last_at = excluded.last_at"
 )
 STATS = (
-    "INSERT INTO request_stats (venue_id, screen_id, hour, requests, fills) VALUES (?, ?, ?, ?, ?) "
+    "INSERT INTO request_stats (venue_id, screen_id, hour, requests, fills) VALUES {values} "
     "ON CONFLICT (venue_id, screen_id, hour) DO UPDATE SET " + STATS_UPSERT_SET
 )
+"""One multi-row upsert per chunk: about twice as fast as executemany for the hundreds of screens a batch
+names, and this runs in every batch that issues."""
 CHUNK = 500
 """Rows per IN list or multi-row VALUES: well under SQLite's bound-parameter limit."""
 
@@ -123,12 +135,24 @@ def _apply(conn: sqlite3.Connection, batch: Batch) -> None:
     if writes:
         conn.executemany(WRITE_COUNTERS, writes)
     if batch.admitted:
-        conn.executemany(INSERT, [(r.id.hex, *issue_values(r)[1:]) for r in batch.admitted])
+        conn.executemany(INSERT, [(r.id.hex, *issue_values(r, c)[1:]) for r, c in batch.admitted])
     if batch.changes:
-        conn.executemany(UPDATE, [(*change_values(c), ident.hex) for ident, c in batch.changes.items()])
+        fired: list[tuple[object, ...]] = []
+        settled: list[tuple[object, ...]] = []
+        for ident, change in batch.changes.items():
+            if change.settle_reason is None:
+                fired.append((*change_values(change, settlement=False), ident.hex))
+            else:
+                settled.append((*change_values(change), ident.hex))
+        if fired:
+            conn.executemany(UPDATE_FIRES, fired)
+        if settled:
+            conn.executemany(UPDATE, settled)
     stats = batch.stats()
-    if stats:
-        conn.executemany(STATS, stats)
+    for i in range(0, len(stats), CHUNK):
+        rows = stats[i : i + CHUNK]
+        values = ", ".join(["(?, ?, ?, ?, ?)"] * len(rows))
+        conn.execute(STATS.format(values=values), [v for row in rows for v in row])
 
 
 class SqliteLedgerStore:
