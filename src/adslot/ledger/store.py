@@ -7,12 +7,12 @@ simultaneous duplicate pixels count once, across workers too. The rules themselv
 (Proof of Play, releases, expiry) and budget.py (reservations).
 
 Both stores run the same plan (Batch), doing only the I/O between its steps, in this order, which is also
-the order in which PostgreSQL takes its row locks (so concurrent workers cannot deadlock):
+the order in which PostgreSQL takes its row locks, each kind in key order (so workers cannot deadlock):
 1. lock the ad requests that fires and releases name (by id); pick the expired ones to settle;
 2. offer the first fires to pop_fires; resolve fires, then releases, then the expiry settle;
 3. load the counters that issues claim and that settled ad requests move (insert missing rows, lock by key);
 4. deliver and release, then admit each issue in turn; write counters, new ad requests, row changes and
-   request_stats (one statement each).
+   request_stats (one statement or executemany each, one row per key: counts are aggregated per batch).
 Every read and write is keyed (primary key or the unsettled-expiry index): no scans on the hot path.
 """
 
@@ -197,7 +197,8 @@ class Batch:
     # -- step 3 ------------------------------------------------------------------------------------------
 
     def counter_keys(self) -> list[str]:
-        """Every counter this batch may read or write, sorted (PostgreSQL's lock order)."""
+        """Every counter this batch may read or write, each once, sorted so a batch's statements are
+        deterministic (PostgreSQL takes the row locks in its own ORDER BY key, the same for every worker)."""
         keys: set[str] = set()
         for issue in self.issues:
             if issue.claims:
