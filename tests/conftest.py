@@ -236,6 +236,22 @@ def live(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Liv
         drop_schemas(schemas)
 
 
+def cli_databases(backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Point the CLI (which reads ADSLOT_* variables) at fresh databases on `backend`; return the PostgreSQL
+    schemas to drop afterwards (none on SQLite)."""
+    monkeypatch.setenv("ADSLOT_DATA_DIR", str(tmp_path))
+    for name in ("ADSLOT_DATABASE_URL", "ADSLOT_SANDBOX_DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    if backend != "postgres":
+        return []
+    tag = secrets.token_hex(4)
+    schemas = [f"cli{tag}_production", f"cli{tag}_sandbox"]
+    monkeypatch.setenv("ADSLOT_DATABASE_URL", require_postgres())
+    monkeypatch.setenv("ADSLOT_DATABASE_SCHEMA", schemas[0])
+    monkeypatch.setenv("ADSLOT_SANDBOX_DATABASE_SCHEMA", schemas[1])
+    return schemas
+
+
 @pytest.fixture
 def http() -> Iterator[httpx.Client]:
     with httpx.Client(timeout=30, verify=False) as client:  # plain http on loopback: skip loading CA certs

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
 import time
 from pathlib import Path
 
@@ -17,23 +16,14 @@ from adslot.cli import main
 from adslot.settings import load_settings
 from adslot.storage.database import make_engine
 from adslot.storage.tables import api_keys
-from tests.conftest import BACKENDS, drop_schemas, require_postgres
+from tests.conftest import BACKENDS, cli_databases, drop_schemas
 
 
 @pytest.fixture(params=BACKENDS)
 def run(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     """The CLI against fresh databases on the backend under test; `ok=False` expects a refusal, which
     exits with status 2 like any usage error unless `exit_code` says otherwise."""
-    monkeypatch.setenv("ADSLOT_DATA_DIR", str(tmp_path))
-    for name in ("ADSLOT_DATABASE_URL", "ADSLOT_SANDBOX_DATABASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    schemas: list[str] = []
-    if request.param == "postgres":
-        tag = secrets.token_hex(4)
-        schemas = [f"t{tag}_production", f"t{tag}_sandbox"]
-        monkeypatch.setenv("ADSLOT_DATABASE_URL", require_postgres())
-        monkeypatch.setenv("ADSLOT_DATABASE_SCHEMA", schemas[0])
-        monkeypatch.setenv("ADSLOT_SANDBOX_DATABASE_SCHEMA", schemas[1])
+    schemas = cli_databases(str(request.param), tmp_path, monkeypatch)
     runner = CliRunner()
 
     def invoke(*args: str, ok: bool = True, exit_code: int = 2) -> str:

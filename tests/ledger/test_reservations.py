@@ -9,13 +9,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from adslot.environment import prepare_database
 from adslot.ledger.claims import Claim, Claims, PacePlan, Spacing
 from adslot.ledger.records import Fire, Issue, NoFill, Release, Settle
 from adslot.ledger.sqlite_store import SqliteLedgerStore
 from adslot.ledger.store import LedgerStore
+from adslot.storage.database import make_engine
+from tests.conftest import free_port, make_settings
 from tests.ledger.stores import PLAY, WINDOW, LedgerDatabase, record
 
 HOUR_START = PLAY - PLAY % 3600
@@ -241,9 +246,19 @@ def test_issues_and_no_fills_count_in_request_stats_once_per_key_and_batch(db: L
     }
 
 
-def test_a_batch_of_claimless_issues_costs_sqlite_no_counter_statement(db: LedgerDatabase) -> None:
-    if db.backend != "sqlite":
-        pytest.skip("statement tracing is SQLite's; PostgreSQL runs the same Batch plan")
+@pytest.fixture
+def sqlite_db(tmp_path: Path) -> Iterator[LedgerDatabase]:
+    """A SQLite ledger only: statement tracing is SQLite's (PostgreSQL runs the same Batch plan)."""
+    settings, _ = make_settings(tmp_path, "sqlite", free_port())
+    env = settings.environment("production")
+    prepare_database(env)
+    engine = make_engine(env)
+    yield LedgerDatabase("sqlite", env, engine)
+    engine.dispose()
+
+
+def test_a_batch_of_claimless_issues_costs_sqlite_no_counter_statement(sqlite_db: LedgerDatabase) -> None:
+    db = sqlite_db
     seen: list[str] = []
 
     async def scenario(store: LedgerStore) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from adslot.cli import main
 from adslot.environment import prepare_database
 from adslot.settings import load_settings
 from adslot.storage.database import make_engine
-from tests.conftest import BACKENDS, POSTGRES_URL, drop_schemas, require_postgres
+from tests.conftest import BACKENDS, POSTGRES_URL, cli_databases, drop_schemas
 from tests.reporting.support import insert, played, stat, utc
 
 Invoke = Callable[..., str]
@@ -29,16 +28,7 @@ START = utc("2026-10-24T22:00")  # midnight in Berlin on 2026-10-25, a 25-hour d
 def cli(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[Invoke, sa.Engine]]:
-    monkeypatch.setenv("ADSLOT_DATA_DIR", str(tmp_path))
-    for name in ("ADSLOT_DATABASE_URL", "ADSLOT_SANDBOX_DATABASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    schemas: list[str] = []
-    if request.param == "postgres":
-        tag = secrets.token_hex(4)
-        schemas = [f"cli{tag}_production", f"cli{tag}_sandbox"]
-        monkeypatch.setenv("ADSLOT_DATABASE_URL", require_postgres())
-        monkeypatch.setenv("ADSLOT_DATABASE_SCHEMA", schemas[0])
-        monkeypatch.setenv("ADSLOT_SANDBOX_DATABASE_SCHEMA", schemas[1])
+    schemas = cli_databases(str(request.param), tmp_path, monkeypatch)
     env = load_settings().environment("production")
     prepare_database(env)
     engine = make_engine(env)
