@@ -18,7 +18,7 @@ from adslot.decision.choose import Choice, choose
 from adslot.decision.model import LiveCampaign, VenueProfile
 from adslot.decision.slot import Slot, make_slot
 from adslot.ledger.budget import DeliveryCache
-from adslot.ledger.claims import Claims, claims_json, impressions_for, plan_claims
+from adslot.ledger.claims import Claims, impressions_for, plan_claims
 from adslot.ledger.group_commit import GroupCommitter
 from adslot.ledger.records import AdRequest, Issue, NoFill, Operation, Verdict
 
@@ -92,7 +92,6 @@ async def fill_slot(
             campaign_id=choice.campaign.id,
             creative_id=choice.creative.id,
             impressions=impressions,
-            claims=claims_json(claims),
         )
         verdict = await writer.submit(Issue(record, claims or None))
         if verdict.counters:

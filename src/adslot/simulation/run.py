@@ -18,7 +18,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from adslot.catalog import load_catalog
+from adslot.catalog import Catalog, load_catalog
 from adslot.ids import uuid7
 from adslot.ledger.budget import DeliveryCache
 from adslot.ledger.group_commit import GroupCommitter
@@ -85,12 +85,9 @@ async def simulate(config: SimulationConfig, data_dir: Path) -> SimulationReport
 async def _drive(
     config: SimulationConfig,
     screens: list[tuple[str, str]],
-    catalog: object,
+    catalog: Catalog,
     writer: GroupCommitter[Operation, Verdict],
 ) -> tuple[int, int]:
-    from adslot.catalog import Catalog
-
-    assert isinstance(catalog, Catalog)
     rng = random.Random(config.seed)
     decide_rng = random.Random(config.seed + 1)
     clock = [float(config.start)]
