@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pickle
 import time
 import uuid
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from adslot.ids import parse_uuid, uuid7
 
@@ -126,3 +129,17 @@ def test_parse_uuid_round_trips_generated_ids() -> None:
 )
 def test_parse_uuid_rejects_anything_but_the_36_character_form(raw: str) -> None:
     assert parse_uuid(raw) is None
+
+
+@given(st.uuids(version=None))
+def test_a_parsed_uuid_is_indistinguishable_from_one_uuid_module_made(value: uuid.UUID) -> None:
+    for text in (str(value), str(value).upper()):
+        parsed = parse_uuid(text)
+        assert parsed == value and hash(parsed) == hash(value)
+        assert (str(parsed), parsed.hex, parsed.bytes, parsed.version) == (
+            str(value),
+            value.hex,
+            value.bytes,
+            value.version,
+        )
+        assert pickle.loads(pickle.dumps(parsed)) == value

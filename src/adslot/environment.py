@@ -10,7 +10,8 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable
+import uuid
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import anyio.to_thread
@@ -19,14 +20,14 @@ import sqlalchemy as sa
 from adslot.catalog import Catalog, bump_version, current_version, load_catalog
 from adslot.ledger.budget import DeliveryCache
 from adslot.ledger.group_commit import GroupCommitter
-from adslot.ledger.postgres_store import PostgresLedgerStore
-from adslot.ledger.records import Operation, Verdict
-from adslot.ledger.sqlite_store import SqliteLedgerStore
+from adslot.ledger.process_store import ProcessLedgerStore
+from adslot.ledger.records import AdRequest, Operation, Verdict
 from adslot.ledger.store import LedgerStore
+from adslot.ledger.stores import store_for
 from adslot.ledger.sweeper import ExpirySweeper
 from adslot.sandbox.seed import seed_sandbox, testing_key
 from adslot.settings import EnvironmentSettings, Settings
-from adslot.storage.database import asyncpg_dsn, is_sqlite, make_engine, sqlite_path
+from adslot.storage.database import is_sqlite, make_engine
 from adslot.storage.migrate import upgrade
 
 T = TypeVar("T")
@@ -46,10 +47,11 @@ def prepare_database(env: EnvironmentSettings) -> str | None:
         engine.dispose()
 
 
-def make_store(env: EnvironmentSettings) -> LedgerStore:
-    if is_sqlite(env.database_url):
-        return SqliteLedgerStore(sqlite_path(env.database_url))
-    return PostgresLedgerStore(asyncpg_dsn(env.database_url), env.database_schema)
+def make_store(env: EnvironmentSettings, writer: str = "thread") -> LedgerStore:
+    store = store_for(env.database_url, env.database_schema)
+    if writer == "process":
+        return ProcessLedgerStore(store, env.database_url, env.database_schema)
+    return store
 
 
 class Environment:
@@ -59,8 +61,16 @@ class Environment:
         self.name = env.name
         self.base_url = env.public_url
         self.engine = make_engine(env)
-        self.store = make_store(env)
+        self.store = make_store(env, settings.ledger_writer)
         self.writer: GroupCommitter[Operation, Verdict] = GroupCommitter(self.store.apply, settings.batch_max)
+        # Point reads of ad requests (the inline VAST, the record). On SQLite a read is a local lookup of a
+        # few microseconds, cheaper than any batching. A PostgreSQL read is a round trip; concurrent readers
+        # share one (id = ANY) instead of each taking a pooled connection for its own.
+        self._reads: GroupCommitter[uuid.UUID, AdRequest | None] | None = None
+        self.lookup: Callable[[uuid.UUID], Awaitable[AdRequest | None]] = self.store.get
+        if not is_sqlite(env.database_url):
+            self._reads = GroupCommitter(self.store.get_many, settings.batch_max)
+            self.lookup = self._reads.submit
         # This worker's view of caps, pacing, frequency and separation, refreshed by every verdict.
         self.delivery_cache = DeliveryCache()
         self.sweeper = ExpirySweeper(
@@ -78,6 +88,8 @@ class Environment:
         self.testing_key = await anyio.to_thread.run_sync(prepare_database, self.config)
         await self.store.start()
         self.writer.start()
+        if self._reads is not None:
+            self._reads.start()
         await self.refresh_catalog()
         self._poller = asyncio.get_running_loop().create_task(
             self._poll_catalog(), name=f"catalog-{self.name}"
@@ -91,6 +103,8 @@ class Environment:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._poller
         await self.writer.close()
+        if self._reads is not None:
+            await self._reads.close()
         await self.store.close()
         self.engine.dispose()
 

@@ -40,6 +40,16 @@ def _bool(env: dict[str, str], name: str, default: bool) -> bool:
     raise SettingsError(f"{name} must be true or false, got {raw!r}")
 
 
+def _choice(env: dict[str, str], name: str, choices: tuple[str, ...]) -> str:
+    """One of `choices`; the first is the default."""
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return choices[0]
+    if raw not in choices:
+        raise SettingsError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return raw
+
+
 @dataclass(frozen=True)
 class EnvironmentSettings:
     """What differs between production and sandbox: where data lives and how the world reaches it."""
@@ -70,6 +80,9 @@ class Settings:
     fast_lane: bool = True
     catalog_poll_seconds: float = 1.0
     batch_max: int = 512
+    ledger_writer: str = "process"
+    """Where each worker applies its ledger batches: "process" (a writer process of its own, so batch work
+    does not share the worker's GIL) or "thread" (a thread inside the worker)."""
     ad_system_name: str = "adslot"
     settle_interval_seconds: float = 5.0
     """How often each worker's expiry sweep returns the reservations of ad requests that expired unplayed."""
@@ -136,6 +149,7 @@ def load_settings(
         fast_lane=_bool(env, "ADSLOT_FAST_LANE", True),
         catalog_poll_seconds=float(_int(env, "ADSLOT_CATALOG_POLL_MS", 1000, 50)) / 1000,
         batch_max=_int(env, "ADSLOT_BATCH_MAX", 512, 1),
+        ledger_writer=_choice(env, "ADSLOT_LEDGER_WRITER", ("process", "thread")),
         ad_system_name=env.get("ADSLOT_AD_SYSTEM_NAME") or "adslot",
         settle_interval_seconds=float(_int(env, "ADSLOT_SETTLE_INTERVAL_MS", 5000, 50)) / 1000,
     )

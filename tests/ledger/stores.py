@@ -192,14 +192,20 @@ async def _task(
 
 
 async def workload(
-    env: EnvironmentSettings, seed: int, workers: int, tasks: int, operations: int
+    env: EnvironmentSettings,
+    seed: int,
+    workers: int,
+    tasks: int,
+    operations: int,
+    ledger_writer: str = "thread",
 ) -> collections.Counter[str]:
     """`workers` stores (each its own connection or pool and group committer, as worker processes have),
-    each running `tasks` concurrent request loops of `operations` random operations; what came of them."""
+    each running `tasks` concurrent request loops of `operations` random operations; what came of them.
+    `ledger_writer` "process" gives each store a writer process, as `adslot serve` does."""
     rng = random.Random(seed)
     seen: collections.Counter[str] = collections.Counter()
     clock = Clock(PLAY)
-    stores = [make_store(env) for _ in range(workers)]
+    stores = [make_store(env, ledger_writer) for _ in range(workers)]
     writers: list[GroupCommitter[Operation, Verdict]] = []
     for store in stores:
         await store.start()

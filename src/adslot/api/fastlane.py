@@ -30,11 +30,18 @@ VAST_PREFIX = "/api/v1/ad/vast/"
 
 
 def _query(scope: Scope) -> dict[str, str]:
+    """The query's first value per name, as parse_qsl(keep_blank_values=True) reads it."""
+    raw: bytes = scope["query_string"]
     out: dict[str, str] = {}
-    for name, value in parse_qsl(
-        scope["query_string"].decode("latin-1"), keep_blank_values=True, encoding="latin-1"
-    ):
-        out.setdefault(name, value.encode("latin-1").decode("utf-8", "replace"))
+    if b"%" in raw or b"+" in raw or not raw.isascii():
+        for name, value in parse_qsl(raw.decode("latin-1"), keep_blank_values=True, encoding="latin-1"):
+            out.setdefault(name, value.encode("latin-1").decode("utf-8", "replace"))
+        return out
+    # Nothing escaped (a player's pixel URL, as adslot wrote it): a plain split reads the same.
+    for pair in raw.decode("ascii").split("&"):
+        if pair:
+            name, _, value = pair.partition("=")
+            out.setdefault(name, value)
     return out
 
 
@@ -62,12 +69,25 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
     return b"".join(chunks)[: limit + 1]
 
 
+_encoded: dict[tuple[str, str], tuple[bytes, bytes]] = {}
+"""Header pairs as bytes, for the few constant ones (content types, cache-control) that every answer sends."""
+
+
+def _header_bytes(name: str, value: str) -> tuple[bytes, bytes]:
+    pair = _encoded.get((name, value))
+    if pair is None:
+        pair = (name.encode(), value.encode())
+        if len(_encoded) < 64 and name in ("content-type", "cache-control"):
+            _encoded[(name, value)] = pair
+    return pair
+
+
 async def _send(send: Send, reply: Reply, head: bool) -> None:
     # RFC 9110 8.6: a 204 carries no Content-Length.
     headers = [] if reply.status == 204 else [(b"content-length", str(len(reply.body)).encode())]
     if reply.content_type:
-        headers.append((b"content-type", reply.content_type.encode()))
-    headers.extend((k.encode(), v.encode()) for k, v in reply.headers)
+        headers.append(_header_bytes("content-type", reply.content_type))
+    headers.extend(_header_bytes(k, v) for k, v in reply.headers)
     await send({"type": "http.response.start", "status": reply.status, "headers": headers})
     await send({"type": "http.response.body", "body": b"" if head else reply.body})
 

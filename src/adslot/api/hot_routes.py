@@ -348,7 +348,7 @@ async def get_record(
         parsed = parse_uuid(ad_request_uuid)
         if parsed is None:
             raise ApiError(400, "malformed_ad_request_uuid", "not a UUID", "ad_request_uuid")
-        record = await env.store.get(parsed)
+        record = await env.lookup(parsed)
         if record is None or record.account_id != account.account_id:
             raise ApiError(
                 404,

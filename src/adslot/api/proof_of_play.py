@@ -34,7 +34,7 @@ UNKNOWN = ApiError(404, "unknown_ad_request", "no ad request with this uuid", "a
 
 
 async def _find(env: Environment, ad_request_id: uuid.UUID) -> AdRequest:
-    record = await env.store.get(ad_request_id)
+    record = await env.lookup(ad_request_id)
     if record is None:
         raise UNKNOWN
     return record
@@ -86,8 +86,10 @@ async def handle_event(
             raise RELEASED
     except ApiError as error:
         return error_reply(error, NO_STORE)
+    # The canonical form the pattern accepted, lowercased, is exactly str(ad_request_id), and cheaper.
+    canonical = ad_request_uuid.lower()  # type: ignore[union-attr]
     return json_reply(
-        200, {"ad_request_uuid": str(ad_request_id), "event": event, "result": verdict.outcome}, NO_STORE
+        200, {"ad_request_uuid": canonical, "event": event, "result": verdict.outcome}, NO_STORE
     )
 
 

@@ -35,6 +35,7 @@ from adslot.ledger.store import (
 )
 
 SELECT = SELECT_ONE + "$1"
+SELECT_MANY = SELECT_ONE.replace("WHERE id = ", "WHERE id = ANY($1::uuid[])")
 INSERT = (
     f"INSERT INTO ad_requests ({INSERT_COLUMNS}) "
     f"VALUES ({', '.join(f'${i + 1}' for i in range(len(ISSUE_COLUMNS)))})"
@@ -176,6 +177,12 @@ class PostgresLedgerStore:
         assert self._pool is not None, "store not started"
         row = await self._pool.fetchrow(SELECT, ad_request_id)
         return AdRequest(**dict(zip(COLUMNS, row, strict=True))) if row else None
+
+    async def get_many(self, ids: Sequence[uuid.UUID]) -> list[AdRequest | None]:
+        assert self._pool is not None, "store not started"
+        rows = await self._pool.fetch(SELECT_MANY, list(ids))
+        found = {row[0]: AdRequest(**dict(zip(COLUMNS, row, strict=True))) for row in rows}
+        return [found.get(ident) for ident in ids]
 
     async def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
         assert self._pool is not None, "store not started"

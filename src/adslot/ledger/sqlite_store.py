@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from adslot.ids import uuid_from_int
 from adslot.ledger.records import COLUMNS, ISSUE_COLUMNS, AdRequest, Operation, Verdict
 from adslot.ledger.resolve import FireKey
 from adslot.ledger.store import (
@@ -72,6 +73,10 @@ STATS = (
 names, and this runs in every batch that issues."""
 CHUNK = 500
 """Rows per IN list or multi-row VALUES: well under SQLite's bound-parameter limit."""
+CACHE_KIB = 64 * 1024
+"""Page cache per connection (allocated only as pages are read)."""
+MMAP_BYTES = 1 << 30
+"""How much of the database file reads map instead of copying (address space, not memory)."""
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -79,12 +84,17 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
     conn.execute("PRAGMA busy_timeout=30000")
+    # The hot lookups walk the ad_requests and pop_fires indexes. SQLite's default 2 MiB page cache holds
+    # only their top levels once there are millions of rows, and every miss is a read() system call;
+    # mapping the file and a larger cache keep the cost per lookup flat as the ledger grows.
+    conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+    conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
     return conn
 
 
 def _row_to_record(row: tuple[object, ...]) -> AdRequest:
     values = dict(zip(COLUMNS, row, strict=True))
-    values["id"] = uuid.UUID(hex=str(values["id"]))
+    values["id"] = uuid_from_int(int(str(values["id"]), 16))
     return AdRequest(**values)  # type: ignore[arg-type]
 
 
@@ -95,13 +105,13 @@ def _read_current(conn: sqlite3.Connection, batch: Batch) -> list[uuid.UUID]:
         chunk = ids[i : i + CHUNK]
         query = STATE.format(marks=", ".join("?" * len(chunk)))
         for row in conn.execute(query, [u.hex for u in chunk]):
-            batch.current[uuid.UUID(hex=row[0])] = current_of(row[1:])
+            batch.current[uuid_from_int(int(row[0], 16))] = current_of(row[1:])
     due = batch.due()
     if due is None:
         return []
     found = []
     for row in conn.execute(DUE, due):
-        ident = uuid.UUID(hex=row[0])
+        ident = uuid_from_int(int(row[0], 16))
         found.append(ident)
         batch.current.setdefault(ident, current_of(row[1:]))
     return found
@@ -117,7 +127,7 @@ def _first_fires(conn: sqlite3.Connection, batch: Batch) -> set[FireKey]:
             v for key, at in zip(chunk, times[i : i + CHUNK], strict=True) for v in (key[0].hex, *key[1:], at)
         ]
         rows = conn.execute(FIRST_FIRES.format(values=", ".join(["(?, ?, ?, ?)"] * len(chunk))), params)
-        fresh.update((uuid.UUID(hex=r[0]), r[1], r[2]) for r in rows)
+        fresh.update((uuid_from_int(int(r[0], 16)), r[1], r[2]) for r in rows)
     return fresh
 
 
@@ -179,10 +189,17 @@ class SqliteLedgerStore:
         row = self._reader.execute(SELECT, (ad_request_id.hex,)).fetchone()
         return _row_to_record(row) if row else None
 
-    async def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self._apply_sync, operations)
+    async def get_many(self, ids: Sequence[uuid.UUID]) -> list[AdRequest | None]:
+        return [await self.get(ident) for ident in ids]
 
-    def _apply_sync(self, operations: Sequence[Operation]) -> list[Verdict]:
+    async def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
+        return await asyncio.get_running_loop().run_in_executor(
+            self._executor, self.apply_blocking, operations
+        )
+
+    def apply_blocking(self, operations: Sequence[Operation]) -> list[Verdict]:
+        """apply() without the thread hop, for a caller with nothing else to do meanwhile (the writer
+        process); only while no apply() runs, since both use the one write connection."""
         conn = self._writer
         assert conn is not None, "store not started"
         batch = Batch.of(operations)

@@ -64,6 +64,10 @@ class LedgerStore(Protocol):
 
     async def get(self, ad_request_id: uuid.UUID) -> AdRequest | None: ...
 
+    async def get_many(self, ids: Sequence[uuid.UUID]) -> list[AdRequest | None]:
+        """Each id's ad request or None, in order: one round trip for many concurrent readers."""
+        ...
+
     async def apply(self, operations: Sequence[Operation]) -> list[Verdict]: ...
 
 

@@ -1,0 +1,128 @@
+"""A ledger store whose writes run in a writer process of their own, beside the server worker.
+
+A server worker's event loop is busy with HTTP; a writer thread beside it would hold the same GIL for every
+batch's Python work (decoding rows, resolving fires, admitting claims), and that time would come straight off
+the worker's requests. Here the batch crosses a socketpair as one msgpack frame (wire.py), the writer
+process applies it in one transaction and answers after the commit, so a verdict still means durable. Reads
+(the inline VAST, the record) stay in the worker on its own read connection: they are single primary-key
+lookups, cheaper than a hop.
+
+If the writer process dies, the batch in flight fails (its requests get a 500, never a false success) and
+the next batch starts a new writer process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Sequence
+
+import msgspec
+
+from adslot.ledger.records import AdRequest, Operation, Verdict
+from adslot.ledger.store import LedgerStore
+from adslot.ledger.wire import WireError, decode_verdicts, encode_operations, read_frame, write_frame
+from adslot.ledger.writer_process import READY
+
+log = logging.getLogger(__name__)
+START_TIMEOUT_SECONDS = 60.0
+STOP_TIMEOUT_SECONDS = 30.0
+
+
+class ProcessLedgerStore:
+    def __init__(self, reads: LedgerStore, database_url: str, schema: str | None) -> None:
+        self._reads = reads
+        self._database = msgspec.msgpack.encode((database_url, schema))
+        self._process: subprocess.Popen[bytes] | None = None
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    async def start(self) -> None:
+        await self._reads.start()
+        await self._spawn()
+
+    async def _spawn(self) -> None:
+        ours, theirs = socket.socketpair()
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "adslot.ledger.writer_process", str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+            )
+        finally:
+            theirs.close()
+        self._reader, self._writer = await asyncio.open_connection(sock=ours)
+        write_frame(self._writer, self._database)
+        try:
+            ready = await asyncio.wait_for(read_frame(self._reader), START_TIMEOUT_SECONDS)
+        except (asyncio.IncompleteReadError, ConnectionError, TimeoutError) as exc:
+            await self._drop()
+            raise RuntimeError("the ledger writer process did not start (see its log above)") from exc
+        if ready != READY:
+            await self._drop()
+            raise RuntimeError(f"the ledger writer process answered {ready!r} instead of ready")
+
+    async def close(self) -> None:
+        """After the group committer's drain: the writer process gets EOF after the last batch and exits."""
+        self._closed = True
+        async with self._lock:
+            await self._drop()
+        await self._reads.close()
+
+    async def _drop(self) -> None:
+        """Close our end (the writer process finishes the batch in hand, then exits) and reap it."""
+        writer, process = self._writer, self._process
+        self._reader = self._writer = self._process = None
+        if writer is not None:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+        if process is not None:
+            loop = asyncio.get_running_loop()
+            try:
+                await asyncio.wait_for(loop.run_in_executor(None, process.wait), STOP_TIMEOUT_SECONDS)
+            except TimeoutError:
+                log.error("the ledger writer process did not exit; killing it")
+                process.kill()
+                await loop.run_in_executor(None, process.wait)
+
+    def process(self) -> subprocess.Popen[bytes] | None:
+        """The current writer process (for health checks and tests)."""
+        return self._process
+
+    def writer_pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    async def get(self, ad_request_id: uuid.UUID) -> AdRequest | None:
+        return await self._reads.get(ad_request_id)
+
+    async def get_many(self, ids: Sequence[uuid.UUID]) -> list[AdRequest | None]:
+        return await self._reads.get_many(ids)
+
+    async def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
+        async with self._lock:
+            if self._closed:
+                raise RuntimeError("the ledger store is closed")
+            if self._writer is None or self._process is None or self._process.poll() is not None:
+                await self._drop()
+                await self._spawn()
+            assert self._reader is not None and self._writer is not None
+            try:
+                write_frame(self._writer, encode_operations(operations))
+                frame = await read_frame(self._reader)
+            except BaseException as exc:
+                # Broken pipe, a dead writer process or a cancelled wait: the stream may hold half a
+                # frame, so it is never reused; the batch is not acknowledged.
+                await self._drop()
+                if isinstance(exc, (asyncio.IncompleteReadError, ConnectionError)):
+                    raise WireError("the ledger writer process exited during a batch") from exc
+                raise
+        return decode_verdicts(frame)

@@ -1,0 +1,14 @@
+"""Which ledger store a database URL gets; shared by the server and its writer processes."""
+
+from __future__ import annotations
+
+from adslot.ledger.postgres_store import PostgresLedgerStore
+from adslot.ledger.sqlite_store import SqliteLedgerStore
+from adslot.ledger.store import LedgerStore
+from adslot.storage.database import asyncpg_dsn, is_sqlite, sqlite_path
+
+
+def store_for(database_url: str, schema: str | None) -> LedgerStore:
+    if is_sqlite(database_url):
+        return SqliteLedgerStore(sqlite_path(database_url))
+    return PostgresLedgerStore(asyncpg_dsn(database_url), schema)

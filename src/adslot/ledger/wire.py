@@ -1,0 +1,101 @@
+"""How a batch of operations and its verdicts cross the pipe to the writer process: one msgpack frame each.
+
+Fires are most of the traffic, so they travel as bare tuples (16-byte id, event, layer, time); the rarer
+operations travel as tagged msgspec-encoded dataclasses. Verdicts travel as tuples. Frames are
+length-prefixed: a 4-byte big-endian size, then the payload.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from adslot.ids import uuid_from_int
+from adslot.ledger.budget import Snapshot
+from adslot.ledger.records import NO_COUNTERS, Fire, Issue, NoFill, Operation, Release, Settle, Verdict
+
+FIRE, ISSUE, RELEASE, SETTLE, NO_FILL = range(5)
+_TAGS: dict[type, int] = {Issue: ISSUE, Release: RELEASE, Settle: SETTLE, NoFill: NO_FILL}
+_DECODERS: dict[int, msgspec.msgpack.Decoder[Any]] = {
+    ISSUE: msgspec.msgpack.Decoder(Issue),
+    RELEASE: msgspec.msgpack.Decoder(Release),
+    SETTLE: msgspec.msgpack.Decoder(Settle),
+    NO_FILL: msgspec.msgpack.Decoder(NoFill),
+}
+_encoder = msgspec.msgpack.Encoder(uuid_format="bytes")
+_encode = _encoder.encode
+_frame_decoder = msgspec.msgpack.Decoder(list[tuple[int, msgspec.Raw]])
+_fire_decoder = msgspec.msgpack.Decoder(tuple[bytes, str, str, int])
+_FireTuple = tuple[int, msgspec.Raw | tuple[bytes, str, str, int]]
+
+VerdictRow = tuple[str, int | None, str | None, dict[str, Snapshot] | None, int]
+_verdict_decoder = msgspec.msgpack.Decoder(tuple[str, list[VerdictRow]])
+SIZE = struct.Struct(">I")
+MAX_FRAME = 256 * 1024 * 1024
+"""A frame larger than this is a corrupt stream, never a batch (batch_max operations are far smaller)."""
+
+
+class WireError(RuntimeError):
+    """The writer process answered with an error, or the stream between the two broke."""
+
+
+def encode_operations(operations: Sequence[Operation]) -> bytes:
+    rows: list[object] = []
+    for op in operations:
+        if type(op) is Fire:
+            rows.append((FIRE, (op.ad_request_id.bytes, op.event, op.layer, op.at)))
+        else:
+            rows.append((_TAGS[type(op)], op))
+    return _encode(rows)
+
+
+def decode_operations(frame: bytes) -> list[Operation]:
+    out: list[Operation] = []
+    for tag, raw in _frame_decoder.decode(frame):
+        if tag == FIRE:
+            ident, event, layer, at = _fire_decoder.decode(raw)
+            out.append(Fire(uuid_from_int(int.from_bytes(ident)), event, layer, at))
+        else:
+            decoder = _DECODERS.get(tag)
+            if decoder is None:
+                raise WireError(f"unknown operation tag {tag}")
+            out.append(decoder.decode(raw))
+    return out
+
+
+def encode_verdicts(verdicts: Sequence[Verdict]) -> bytes:
+    rows = [
+        (v.outcome, v.expires_at, v.reason, dict(v.counters) if v.counters else None, v.settled)
+        for v in verdicts
+    ]
+    return _encode(("ok", rows))
+
+
+def encode_error(message: str) -> bytes:
+    return _encode(("error", [(message, None, None, None, 0)]))
+
+
+def decode_verdicts(frame: bytes) -> list[Verdict]:
+    status, rows = _verdict_decoder.decode(frame)
+    if status != "ok":
+        raise WireError(f"the ledger writer process failed the batch: {rows[0][0] if rows else status}")
+    return [
+        Verdict(outcome, expires_at, reason, counters or NO_COUNTERS, settled)  # type: ignore[arg-type]
+        for outcome, expires_at, reason, counters, settled in rows
+    ]
+
+
+def write_frame(writer: asyncio.StreamWriter, payload: bytes) -> None:
+    writer.write(SIZE.pack(len(payload)) + payload)
+
+
+async def read_frame(reader: asyncio.StreamReader) -> bytes:
+    """The next frame; IncompleteReadError when the other side closed between frames."""
+    (size,) = SIZE.unpack(await reader.readexactly(SIZE.size))
+    if size > MAX_FRAME:
+        raise WireError(f"frame of {size} bytes: the stream is corrupt")
+    return await reader.readexactly(size)

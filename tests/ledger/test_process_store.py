@@ -1,0 +1,154 @@
+"""The ledger writer process: the same batches and verdicts as the in-worker store, crash and drain."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import pytest
+
+from adslot.environment import make_store
+from adslot.ledger.group_commit import GroupCommitter
+from adslot.ledger.process_store import ProcessLedgerStore
+from adslot.ledger.records import Fire, Issue, NoFill, Operation, Release, Settle, Verdict
+from adslot.ledger.wire import WireError
+from tests.ledger.stores import PLAY, WINDOW, LedgerDatabase, check_accounting, claims_for, record, workload
+
+Answer = tuple[object, object, dict[str, object], int]
+
+
+def test_a_batch_through_the_writer_process_answers_and_stores_what_the_store_itself_does(
+    db: LedgerDatabase,
+) -> None:
+    def batches() -> list[list[object]]:
+        capped = record(campaign_id=1, claims=claims_for(1, "s1", PLAY, 1.0))
+        plain = record(campaign_id=3)
+        return [
+            [Issue(capped, claims_for(1, "s1", PLAY, 1.0)), Issue(plain), NoFill("lobby", "s2", PLAY)],
+            [
+                Fire(capped.id, "impression", "wrapper", PLAY + 1),
+                Fire(capped.id, "impression", "wrapper", PLAY + 2),
+                Fire(capped.id, "impression", "inline", PLAY + 3),
+                Fire(record().id, "start", "wrapper", PLAY + 4),
+                Release(plain.id, plain.account_id, PLAY + 5),
+            ],
+            [
+                Fire(plain.id, "impression", "wrapper", PLAY + WINDOW + 10),
+                Settle(PLAY + 10 * WINDOW, grace=0),
+            ],
+        ]
+
+    def run(writer: str) -> tuple[list[list[Answer]], object]:
+        async def scenario() -> list[list[Answer]]:
+            store = make_store(db.env, writer)
+            await store.start()
+            try:
+                answers: list[list[Answer]] = []
+                for batch in batches():
+                    verdicts = await store.apply(batch)  # type: ignore[arg-type]
+                    answers.append([(v.outcome, v.reason, dict(v.counters), v.settled) for v in verdicts])
+                return answers
+            finally:
+                await store.close()
+
+        db.clear()
+        answers = asyncio.run(scenario())
+        rows = sorted(
+            (r["campaign_id"], r["impression_at"], r["duplicate_count"], r["settle_reason"], r["claims"])
+            for r in db.rows().values()
+        )
+        return answers, (rows, db.counters(), db.stats())
+
+    in_worker = run("thread")
+    in_process = run("process")
+    assert in_process == in_worker
+    assert in_process[0][1][:3] == [
+        ("counted", None, {}, 0),
+        ("duplicate", None, {}, 0),
+        ("echo", None, {}, 0),
+    ]
+
+
+def test_concurrent_workers_with_writer_processes_never_pass_a_cap(db: LedgerDatabase) -> None:
+    seen = asyncio.run(workload(db.env, seed=11, workers=2, tasks=3, operations=60, ledger_writer="process"))
+    assert seen["issued"] > 0 and seen["impression counted"] > 0
+    assert check_accounting(db) > 0
+
+
+def test_a_writer_process_that_dies_fails_its_batch_and_the_next_batch_gets_a_new_one(
+    db: LedgerDatabase,
+) -> None:
+    async def scenario() -> None:
+        store = make_store(db.env, "process")
+        assert isinstance(store, ProcessLedgerStore)
+        await store.start()
+        try:
+            first = record()
+            assert [v.outcome for v in await store.apply([Issue(first)])] == ["issued"]
+            pid = store.writer_pid()
+            assert pid is not None
+            os.kill(pid, signal.SIGSTOP)  # hold it mid-life, so the next batch is surely in flight
+            second = record()
+            in_flight = asyncio.ensure_future(store.apply([Issue(second)]))
+            await asyncio.sleep(0.2)
+            assert not in_flight.done()
+            os.kill(pid, signal.SIGKILL)
+            with pytest.raises(WireError, match="exited during a batch"):
+                await asyncio.wait_for(in_flight, 10)
+            third = record()
+            assert [v.outcome for v in await store.apply([Issue(third)])] == ["issued"]
+            assert store.writer_pid() not in (None, pid)
+            assert (await store.get(first.id)) is not None and (await store.get(third.id)) is not None
+            # The killed process never committed the batch it held: nothing half-written.
+            assert (await store.get(second.id)) is None
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_drain_commits_every_submitted_batch_then_the_writer_process_exits_cleanly(
+    db: LedgerDatabase,
+) -> None:
+    async def scenario() -> int | None:
+        store = make_store(db.env, "process")
+        assert isinstance(store, ProcessLedgerStore)
+        await store.start()
+        process = store.process()
+        assert process is not None
+        writer: GroupCommitter[Operation, Verdict] = GroupCommitter(store.apply, 2)
+        writer.start()
+        pending = [asyncio.ensure_future(writer.submit(Issue(record()))) for _ in range(7)]
+        await asyncio.sleep(0)
+        await writer.close()  # the environment's stop order: drain the committer, then close the store
+        await store.close()
+        assert [p.result().outcome for p in pending] == ["issued"] * 7
+        with pytest.raises(RuntimeError, match="closed"):
+            await store.apply([Issue(record())])
+        return process.returncode
+
+    assert asyncio.run(scenario()) == 0
+    assert len(db.rows()) == 7
+
+
+def test_get_many_answers_each_id_in_order_with_none_for_unknown_ones(db: LedgerDatabase) -> None:
+    """The batched point read PostgreSQL's inline VAST uses (Environment.lookup), on every store."""
+
+    async def scenario(writer: str) -> None:
+        store = make_store(db.env, writer)
+        await store.start()
+        try:
+            first, second = record(), record(venue_id="hall")
+            await store.apply([Issue(first), Issue(second)])
+            missing = record().id
+            found = await store.get_many([second.id, missing, first.id, second.id])
+            assert [r.venue_id if r else None for r in found] == ["hall", None, "lobby", "hall"]
+            assert found[2] == await store.get(first.id)
+            assert await store.get_many([]) == []
+        finally:
+            await store.close()
+
+    for writer in ("thread", "process"):
+        db.clear()
+        asyncio.run(scenario(writer))
