@@ -1,0 +1,469 @@
+"""`python -m bench.workers`: does `adslot serve --workers 2` beat `--workers 1` under load?
+
+For each storage backend (SQLite in fresh data dirs; PostgreSQL in fresh schemas when reachable) it sets up
+two productions through the CLI, one per server, starts adslot with 1 worker and adslot with 2 workers side by
+side, makes real ad requests on each (their uuids feed the pixel scripts), then runs every scenario in rounds,
+the 1-worker and the 2-worker server interleaved, and takes medians. speedup = req/s (2 workers) / req/s (1).
+
+It reuses the main benchmark's machinery: the servers and their setup (bench/servers.py), wrk and its Lua
+scripts (bench/wrk.py, bench/lua), the scenarios (bench/scenarios.py), the interleaved rounds
+(bench/runner.py's Bench) and the medians and machine facts (bench/report.py). See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import tempfile
+from contextlib import ExitStack
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import msgspec
+
+from adslot.settings import load_settings
+from bench import report
+from bench.postgres import drop_schemas, fresh_schemas, redacted, unreachable_reason
+from bench.report import Machine, Side
+from bench.runner import (
+    DEFAULT_POSTGRES,
+    RESULTS,
+    Bench,
+    Options,
+    Records,
+    Target,
+    _delta,
+    _env_pair,
+    _seconds,
+    _terminate,
+)
+from bench.scenarios import SCENARIOS, Scenario, select
+from bench.servers import (
+    SCREEN_ID,
+    VENUE_ID,
+    Launch,
+    Server,
+    adslot_command,
+    adslot_env,
+    free_port,
+    issue_ad_requests,
+    proof_of_play_totals,
+    running,
+    setup_production,
+)
+from bench.wrk import WrkResult, wrk_binary, wrk_version
+
+PROG = "python -m bench.workers"
+DEFAULT_SCENARIOS = ("ad_request_json", "impression", "mix")
+QUICK = {"duration": 2, "rounds": 1, "warmup": 1, "uuids": 500}
+DEFAULTS = {"duration": 8, "rounds": 3, "warmup": 2, "uuids": 2000}
+ONE, TWO = "1 worker", "2 workers"
+"""The two servers' names, in the order every round runs them."""
+WORKERS = {ONE: 1, TWO: 2}
+
+
+@dataclass(frozen=True)
+class WorkersOptions:
+    duration: int
+    rounds: int
+    warmup: int
+    connections: int
+    threads: int
+    uuids: int
+    scenarios: list[Scenario]
+    postgres: str | None
+    adslot_env: dict[str, str]
+    out: Path
+
+    def bench_options(self) -> Options:
+        """The main benchmark's options for its interleaved rounds (no half load, no tally)."""
+        return Options(
+            duration=self.duration,
+            rounds=self.rounds,
+            warmup=self.warmup,
+            connections=self.connections,
+            threads=self.threads,
+            workers=1,
+            uuids=self.uuids,
+            scenarios=self.scenarios,
+            half_load=False,
+            postgres=self.postgres,
+            adslot_env=self.adslot_env,
+            out=self.out,
+            tally=False,
+        )
+
+
+def parse_args(argv: list[str]) -> WorkersOptions:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Load-test adslot with 1 worker against adslot with 2 workers, interleaved.",
+    )
+    p.add_argument("--duration", type=_seconds, help="seconds per wrk run (e.g. 8 or 8s; default 8)")
+    p.add_argument("--rounds", type=int, help="rounds per scenario, 1 and 2 workers interleaved (default 3)")
+    p.add_argument(
+        "--warmup", type=_seconds, help="seconds of ad requests per server before measuring (default 2)"
+    )
+    p.add_argument("--connections", type=int, default=64, help="wrk connections (default 64)")
+    p.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
+    p.add_argument(
+        "--uuids",
+        type=int,
+        help="real ad requests made first on each server, for VAST and pixels (default 2000)",
+    )
+    p.add_argument(
+        "--scenarios",
+        action="append",
+        help=f"comma-separated subset of: {', '.join(s.name for s in SCENARIOS)} "
+        f"(default {','.join(DEFAULT_SCENARIOS)})",
+    )
+    p.add_argument("--postgres", default=DEFAULT_POSTGRES, metavar="URL", help=f"default {DEFAULT_POSTGRES}")
+    p.add_argument("--no-postgres", action="store_true", help="SQLite only")
+    p.add_argument(
+        "--adslot-env",
+        action="append",
+        type=_env_pair,
+        default=[],
+        metavar="ADSLOT_NAME=value",
+        help="extra setting for both adslot servers (repeatable), e.g. ADSLOT_LEDGER_WRITER=thread",
+    )
+    p.add_argument("--out", type=Path, default=RESULTS, help="where workers.json and workers.md go")
+    p.add_argument("--quick", action="store_true", help="smoke run: 2 s runs, 1 round, 500 uuids")
+    args = p.parse_args(argv)
+    base = QUICK if args.quick else DEFAULTS
+    for name, value in base.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if args.rounds < 1 or args.uuids < 1 or args.threads < 1:
+        p.error("--rounds, --uuids and --threads must be at least 1")
+    if args.connections < args.threads:
+        p.error("--connections must be at least --threads")
+    names = [n.strip() for chunk in args.scenarios or [] for n in chunk.split(",") if n.strip()]
+    try:
+        selected = select(names or list(DEFAULT_SCENARIOS))
+    except ValueError as exc:
+        p.error(str(exc))
+    return WorkersOptions(
+        duration=args.duration,
+        rounds=args.rounds,
+        warmup=args.warmup,
+        connections=args.connections,
+        threads=args.threads,
+        uuids=args.uuids,
+        scenarios=selected,
+        postgres=None if args.no_postgres else args.postgres,
+        adslot_env=dict(args.adslot_env),
+        out=args.out,
+    )
+
+
+class WorkersRow(msgspec.Struct):
+    """One scenario on one backend: each server's medians over rounds (and every round), and the speedup."""
+
+    scenario: str
+    backend: str
+    description: str
+    one_worker: Side
+    two_workers: Side
+    speedup: float
+    """req/s with 2 workers / req/s with 1 worker (medians over rounds); 0 when 1 worker reached 0 req/s."""
+    flags: list[str]
+    proof_of_play: dict[str, dict[str, int]] | None = None
+    """Pixel scenarios: each server's records before vs after the rounds (counted, duplicate, late)."""
+
+
+class WorkersConfig(msgspec.Struct):
+    duration_s: int
+    warmup_s: int
+    connections: int
+    threads: int
+    rounds: int
+    uuids: int
+    scenarios: list[str]
+    postgres_url: str | None
+    adslot_env: dict[str, str]
+    ledger_writer: str
+    """adslot's ADSLOT_LEDGER_WRITER as both servers ran with it (its default unless --adslot-env set it)."""
+
+
+class WorkersReport(msgspec.Struct):
+    machine: Machine
+    config: WorkersConfig
+    backends: dict[str, str]
+    rows: list[WorkersRow]
+    notes: list[str]
+
+
+def _flags(sides: dict[str, Side]) -> list[str]:
+    flags = []
+    for name, side in sides.items():
+        if side.errors:
+            non2xx = sum(r.non2xx for r in side.rounds)
+            sockets = {k: n for r in side.rounds for k, n in r.socket_errors.items() if n}
+            flags.append(f"{name}: {non2xx} answers above 399, socket errors {sockets or 'none'}")
+    return flags
+
+
+def make_row(scenario: Scenario, backend: str, measured: dict[str, list[WrkResult]]) -> WorkersRow:
+    one, two = Side.of(measured[ONE]), Side.of(measured[TWO])
+    speedup = two.rps / one.rps if one.rps else 0.0
+    flags = _flags({ONE: one, TWO: two})
+    return WorkersRow(scenario.name, backend, scenario.description, one, two, speedup, flags)
+
+
+class WorkersBench:
+    def __init__(self, args: WorkersOptions, wrk: str) -> None:
+        self.args = args
+        self.bench = Bench(args.bench_options(), wrk)
+        self.rows: list[WorkersRow] = []
+
+    def scenario(
+        self, backend: str, targets: list[Target], scenario: Scenario, records: dict[str, Records]
+    ) -> None:
+        before = {name: read() for name, read in records.items()}
+        measured = self.bench.run(targets, scenario)
+        row = make_row(scenario, backend, measured)
+        if records:
+            row.proof_of_play = {name: _delta(before[name], read()) or {} for name, read in records.items()}
+        self.rows.append(row)
+        errors = "  ERRORS" if row.flags else ""
+        print(f"  {scenario.name}: speedup {row.speedup:.2f} (2 workers / 1 worker){errors}", flush=True)
+
+    def backend(self, backend: str, postgres_url: str | None, work: Path) -> None:
+        work.mkdir(parents=True)
+        schemas = {name: fresh_schemas() for name in WORKERS} if postgres_url else {}
+        keys: dict[str, str] = {}
+        launches: dict[str, Launch] = {}
+        try:
+            for name, workers in WORKERS.items():
+                launches[name] = self._launch(
+                    work / f"data-{workers}w", workers, postgres_url, schemas.get(name)
+                )
+                env = launches[name](free_port())[1]
+                where = (
+                    f"schemas {', '.join(schemas[name])}" if postgres_url else str(work / f"data-{workers}w")
+                )
+                print(f"[{backend}] {name}: production set up through the CLI ({where})", flush=True)
+                keys[name] = setup_production(env)
+            with ExitStack() as stack:
+                servers: dict[str, Server] = {}
+                for name, workers in WORKERS.items():
+                    log = work / f"adslot-{workers}w.log"
+                    servers[name] = stack.enter_context(
+                        running(f"adslot {name}", launches[name], log, keys[name])
+                    )
+                    print(f"[{backend}] adslot with {name} on {servers[name].url}", flush=True)
+                uuid_files: dict[tuple[str, str], Path] = {}
+                uuids: dict[tuple[str, str], list[str]] = {}
+                for uuid_set in sorted({s.uuid_set for s in self.args.scenarios}):
+                    for name, workers in WORKERS.items():
+                        issued = issue_ad_requests(servers[name].url, keys[name], self.args.uuids)
+                        path = work / f"uuids-{workers}w-{uuid_set}.txt"
+                        path.write_text("\n".join(issued) + "\n")
+                        uuids[name, uuid_set], uuid_files[name, uuid_set] = issued, path
+                    print(
+                        f"[{backend}] {self.args.uuids:,} real ad requests issued on each server "
+                        f"for the {uuid_set} uuid list",
+                        flush=True,
+                    )
+                common = {"venue": VENUE_ID, "screen": SCREEN_ID}
+                targets = [Target(name, servers[name], {**common, "key": keys[name]}) for name in WORKERS]
+                for target in targets:
+                    self.bench.wrk_run(target, SCENARIOS[0], self.args.warmup, {})
+                for scenario in self.args.scenarios:
+                    with_uuids = [
+                        Target(
+                            t.name,
+                            t.server,
+                            {**t.script_args, "uuids": str(uuid_files[t.name, scenario.uuid_set])},
+                        )
+                        for t in targets
+                    ]
+                    records: dict[str, Records] = {}
+                    if scenario.pixels:
+                        records = {
+                            t.name: partial(
+                                proof_of_play_totals,
+                                t.server.url,
+                                keys[t.name],
+                                uuids[t.name, scenario.uuid_set],
+                            )
+                            for t in targets
+                        }
+                    self.scenario(backend, with_uuids, scenario, records)
+        finally:
+            if postgres_url:
+                for pair in schemas.values():
+                    drop_schemas(postgres_url, pair)
+                names = ", ".join(s for pair in schemas.values() for s in pair)
+                print(f"[{backend}] dropped schemas {names}", flush=True)
+
+    def _launch(
+        self, data_dir: Path, workers: int, postgres_url: str | None, schemas: tuple[str, str] | None
+    ) -> Launch:
+        def launch(port: int) -> tuple[list[str], dict[str, str]]:
+            env = adslot_env(
+                data_dir, port, postgres_url=postgres_url, schemas=schemas, extra=self.args.adslot_env
+            )
+            return adslot_command(port, workers), env
+
+        return launch
+
+
+def notes(rows: list[WorkersRow], machine: Machine, threads: int) -> list[str]:
+    """Errors first, then what adslot counted, then what limits the numbers on this machine."""
+    out = [f"ERRORS in {r.backend} {r.scenario}: {flag}" for r in rows for flag in r.flags]
+    pixels = []
+    for r in rows:
+        for name, pop in (r.proof_of_play or {}).items():
+            if pop:
+                pixels.append(
+                    f"{r.backend} {r.scenario} {name}: {pop.get('counted', 0):,} counted, "
+                    f"{pop.get('duplicate', 0):,} duplicates"
+                )
+    if pixels:
+        out.append(
+            "Pixels fire on each server's own real ad requests, cycling through each uuid x event pair: the "
+            "first pass counts, later fires are duplicates. Each server's records, before vs after the "
+            "scenario's rounds: " + "; ".join(pixels) + "."
+        )
+    if machine.nproc < threads + 2:
+        out.append(
+            f"wrk's {threads} threads run on the same {machine.nproc} CPU(s) as the servers: the second "
+            "worker gets only the CPU wrk (and each worker's ledger writer, database or other load) leaves, "
+            "so the speedup here is bounded well below 2 and says more about contention than about what a "
+            "second worker gives on a machine with cores to spare."
+        )
+    if machine.loadavg_start and machine.loadavg_start[0] > 0.5 * machine.nproc:
+        out.append(
+            f"The machine was busy at the start (load average {machine.loadavg_start[0]} on "
+            f"{machine.nproc} CPUs): absolute numbers are noisy; the speedup, measured interleaved, less so."
+        )
+    return out
+
+
+def _n(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+def _beats(row: WorkersRow) -> str:
+    if row.flags:
+        return "no (errors)"
+    return "yes" if row.speedup > 1 else "no"
+
+
+def table(rows: list[WorkersRow]) -> str:
+    lines = [
+        "| scenario | backend | 1 worker req/s | 2 workers req/s | speedup | 2 beat 1 "
+        "| 1 worker p50 / p99 µs | 2 workers p50 / p99 µs |",
+        "|---|---|---:|---:|---:|---|---:|---:|",
+    ]
+    for r in rows:
+        one, two = r.one_worker, r.two_workers
+        lines.append(
+            f"| {r.scenario} | {r.backend} | {_n(one.rps)} | {_n(two.rps)} | {r.speedup:.2f} | {_beats(r)} | "
+            f"{_n(one.p50_us)} / {_n(one.p99_us)} | {_n(two.p50_us)} / {_n(two.p99_us)} |"
+        )
+    return "\n".join(lines)
+
+
+def markdown(result: WorkersReport) -> str:
+    m, c = result.machine, result.config
+    dirty = f" (with uncommitted changes, diff sha256 {m.git_diff_sha256})" if m.git_dirty else ""
+    out = [
+        "# adslot: 1 worker against 2 workers",
+        "",
+        f"`{m.command}` on {m.date}, commit `{m.git_commit[:12]}`{dirty}.",
+        f"{m.nproc} CPUs ({m.cpu_model}), Python {m.python}, {m.wrk.split(' Copyright')[0]}, {m.platform}; "
+        f"load average {m.loadavg_start} at the start, {m.loadavg_end} at the end.",
+        f"wrk: {c.threads} threads, {c.connections} connections, {c.duration_s} s per run, "
+        f"{c.rounds} round(s) (1 and 2 workers interleaved), medians over rounds; "
+        f"ledger writer: {c.ledger_writer}.",
+        "",
+        table(result.rows),
+        "",
+        "What is measured: two real `adslot serve` processes on 127.0.0.1, one with `--workers 1` and "
+        "one with `--workers 2`, running side by side, each on its own database (its own SQLite data dir, "
+        "or its own PostgreSQL schemas) set up through the CLI. For each scenario wrk drives them in turn "
+        "(1 worker, 2 workers, 1 worker ...) as fast as its connections go; the idle one meanwhile runs "
+        "only its expiry sweep and catalog poll. speedup = req/s with 2 workers / req/s with 1 worker "
+        "(medians over rounds); p50/p99 are each server's medians. Pixel scenarios fire on ad requests "
+        "each server issued itself.",
+        "",
+    ]
+    out += ["Backends: " + "; ".join(f"{n}: {s}" for n, s in result.backends.items()) + ".", ""]
+    if result.notes:
+        out += ["Notes:", "", *(f"- {note}" for note in result.notes), ""]
+    return "\n".join(out)
+
+
+def write(result: WorkersReport, out_dir: Path) -> tuple[Path, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out_dir / "workers.json", out_dir / "workers.md"
+    json_path.write_bytes(msgspec.json.format(msgspec.json.encode(result), indent=2) + b"\n")
+    md_path.write_text(markdown(result))
+    return json_path, md_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    wrk = wrk_binary()
+    if wrk is None:
+        print("wrk not found on PATH: install it (apt-get install wrk)", file=sys.stderr)
+        return 2
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    machine = report.machine_facts(argv, wrk_version(wrk))
+    machine.command = " ".join([PROG, *argv])
+    probe = adslot_env(Path("unused"), free_port(), postgres_url=None, schemas=None, extra=args.adslot_env)
+    config = WorkersConfig(
+        duration_s=args.duration,
+        warmup_s=args.warmup,
+        connections=args.connections,
+        threads=args.threads,
+        rounds=args.rounds,
+        uuids=args.uuids,
+        scenarios=[s.name for s in args.scenarios],
+        postgres_url=redacted(args.postgres),
+        adslot_env=args.adslot_env,
+        ledger_writer=load_settings(probe).ledger_writer,
+    )
+    backends: dict[str, str] = {"sqlite": "pending"}
+    plan: list[tuple[str, str | None]] = [("sqlite", None)]
+    if args.postgres is None:
+        backends["postgres"] = "skipped (--no-postgres)"
+    else:
+        reason = unreachable_reason(args.postgres)
+        if reason:
+            backends["postgres"] = f"skipped, unreachable at {redacted(args.postgres)} ({reason})"
+            print(f"note: PostgreSQL {backends['postgres']}", flush=True)
+        else:
+            backends["postgres"] = "pending"
+            plan.append(("postgres", args.postgres))
+    bench = WorkersBench(args, wrk)
+    failed = False
+    try:
+        with tempfile.TemporaryDirectory(prefix="adslot-bench-workers-") as tmp:
+            for backend, url in plan:
+                try:
+                    bench.backend(backend, url, Path(tmp) / backend)
+                    backends[backend] = "ran"
+                except Exception as exc:  # one backend failing must not lose the other's results
+                    failed = True
+                    backends[backend] = f"failed: {str(exc).splitlines()[0]}"
+                    print(f"[{backend}] FAILED: {exc}", file=sys.stderr, flush=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    report.finish(machine)
+    result = WorkersReport(machine, config, backends, bench.rows, notes(bench.rows, machine, args.threads))
+    json_path, md_path = write(result, args.out)
+    print()
+    print(markdown(result))
+    print(f"written: {json_path}, {md_path}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

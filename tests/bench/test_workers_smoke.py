@@ -1,0 +1,56 @@
+"""The workers benchmark runs end to end: `python -m bench.workers --quick` on one pixel scenario writes a
+complete report.
+
+It asserts only that the report is whole and the rates are real, never the speedup: whether 2 workers beat 1
+belongs to the benchmark's own report, not to a pass/fail test on a shared machine.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.bench.test_bench_smoke import require_wrk
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.timeout(600)
+def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
+    require_wrk()
+    command = [sys.executable, "-m", "bench.workers", "--quick", "--no-postgres", "--scenarios", "impression"]
+    out = subprocess.run(
+        [*command, "--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=540, check=False
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+
+    report = json.loads((tmp_path / "workers.json").read_text())
+    assert (tmp_path / "workers.md").read_text().startswith("# adslot: 1 worker against 2 workers")
+    machine = report["machine"]
+    assert machine["nproc"] >= 1
+    assert machine["python"] and machine["command"].startswith("python -m bench.workers --quick")
+    assert machine["date"] and machine["git_commit"]
+    config = report["config"]
+    assert config["scenarios"] == ["impression"]
+    assert config["rounds"] == 1 and config["duration_s"] == 2
+    assert config["ledger_writer"]
+    assert report["backends"]["sqlite"] == "ran"
+    assert report["backends"]["postgres"].startswith("skipped")
+
+    [row] = report["rows"]
+    assert (row["scenario"], row["backend"]) == ("impression", "sqlite")
+    assert row["flags"] == [], row["flags"]
+    assert row["speedup"] > 0
+    for side in ("one_worker", "two_workers"):
+        stats = row[side]
+        assert stats["rps"] > 0
+        assert 0 < stats["p50_us"] <= stats["p99_us"]
+        assert stats["errors"] == 0
+        assert len(stats["rounds"]) == 1
+    assert set(row["proof_of_play"]) == {"1 worker", "2 workers"}
+    for fires in row["proof_of_play"].values():
+        assert fires["counted"] > 0, fires
