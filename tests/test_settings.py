@@ -312,3 +312,13 @@ def test_play_window_shorter_than_the_skew_is_refused() -> None:
 def test_play_window_one_second_longer_than_the_skew_is_accepted() -> None:
     settings = load_settings({"ADSLOT_PLAY_WINDOW_SECONDS": "121", "ADSLOT_PLAY_TIME_SKEW_SECONDS": "120"})
     assert (settings.play_window_seconds, settings.play_time_skew_seconds) == (121, 120)
+
+
+def test_ledger_writes_run_in_a_writer_process_by_default_and_a_thread_on_request() -> None:
+    assert load_settings({}).ledger_writer == "process"
+    assert load_settings({"ADSLOT_LEDGER_WRITER": "thread"}).ledger_writer == "thread"
+
+
+def test_an_unknown_ledger_writer_is_refused_with_the_choices() -> None:
+    with pytest.raises(SettingsError, match="ADSLOT_LEDGER_WRITER must be one of process, thread"):
+        load_settings({"ADSLOT_LEDGER_WRITER": "fork"})

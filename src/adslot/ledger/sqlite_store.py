@@ -13,6 +13,7 @@ import sqlite3
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import fields
 from pathlib import Path
 
 from adslot.ids import uuid_from_int
@@ -92,10 +93,12 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+assert tuple(f.name for f in fields(AdRequest)) == COLUMNS, "_row_to_record passes the columns by position"
+
+
 def _row_to_record(row: tuple[object, ...]) -> AdRequest:
-    values = dict(zip(COLUMNS, row, strict=True))
-    values["id"] = uuid_from_int(int(str(values["id"]), 16))
-    return AdRequest(**values)  # type: ignore[arg-type]
+    """Positionally, without a dict of names: every inline VAST fetch reads one."""
+    return AdRequest(uuid_from_int(int(str(row[0]), 16)), *row[1:])  # type: ignore[arg-type]
 
 
 def _read_current(conn: sqlite3.Connection, batch: Batch) -> list[uuid.UUID]:

@@ -10,6 +10,7 @@ if the worker dies the socket closes too; either way the process finishes the ba
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 import socket
@@ -37,6 +38,7 @@ async def serve(sock: socket.socket) -> None:
     database_url, schema = msgspec.msgpack.decode(await read_frame(reader), type=tuple[str, str | None])
     store = store_for(database_url, schema)
     await store.start()
+    gc.freeze()  # the process's long-lived start-up objects: full collections need not walk them again
     try:
         write_frame(writer, READY)
         await writer.drain()
