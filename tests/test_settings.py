@@ -322,3 +322,10 @@ def test_ledger_writes_run_in_a_writer_process_by_default_and_a_thread_on_reques
 def test_an_unknown_ledger_writer_is_refused_with_the_choices() -> None:
     with pytest.raises(SettingsError, match="ADSLOT_LEDGER_WRITER must be one of process, thread"):
         load_settings({"ADSLOT_LEDGER_WRITER": "fork"})
+
+
+def test_two_write_batches_may_be_in_flight_by_default_and_at_least_one() -> None:
+    assert load_settings({}).batches_in_flight == 2
+    assert load_settings({"ADSLOT_BATCHES_IN_FLIGHT": "1"}).batches_in_flight == 1
+    with pytest.raises(SettingsError, match="ADSLOT_BATCHES_IN_FLIGHT must be >= 1"):
+        load_settings({"ADSLOT_BATCHES_IN_FLIGHT": "0"})

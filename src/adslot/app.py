@@ -73,5 +73,5 @@ class AdslotApp:
 
 
 def create_app(**overrides: Any) -> AdslotApp:
-    """uvicorn factory (`adslot serve`): settings from ADSLOT_* variables (the CLI sets them from its flags)."""
+    """uvicorn factory of `adslot serve`: settings from ADSLOT_* variables (the CLI sets them from flags)."""
     return AdslotApp(load_settings(**overrides), freeze_heap=True)

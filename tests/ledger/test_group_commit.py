@@ -103,6 +103,46 @@ def test_batches_never_exceed_max_batch() -> None:
     assert results == [f"done-{i}" for i in range(10)]
 
 
+def test_with_two_in_flight_a_second_batch_is_handed_over_before_the_first_is_answered() -> None:
+    async def scenario() -> tuple[list[list[int]], list[str]]:
+        hold = asyncio.Event()
+        apply = Apply(hold=hold)
+        committer = await started(apply, in_flight=2)
+        first = asyncio.create_task(committer.submit(0))
+        await apply.entered.wait()
+        second = [asyncio.create_task(committer.submit(i)) for i in (1, 2)]
+        await settle()
+        assert apply.batches == [[0], [1, 2]]  # both handed over, in order, while the first is held
+        third = [asyncio.create_task(committer.submit(i)) for i in (3, 4)]
+        await settle()
+        assert apply.batches == [[0], [1, 2]]  # no third while two are in flight
+        assert not first.done()
+        hold.set()
+        results = await asyncio.gather(first, *second, *third)
+        await committer.close()
+        return apply.batches, results
+
+    batches, results = run(scenario)
+    assert batches == [[0], [1, 2], [3, 4]]
+    assert results == [f"done-{i}" for i in range(5)]
+
+
+def test_close_waits_for_every_batch_in_flight() -> None:
+    async def scenario() -> list[str]:
+        hold = asyncio.Event()
+        committer = await started(Apply(hold=hold), in_flight=3)
+        pending = [asyncio.create_task(committer.submit(i)) for i in range(3)]
+        await settle()
+        closing = asyncio.create_task(committer.close())
+        await settle()
+        assert not closing.done()
+        hold.set()
+        await closing
+        return [p.result() for p in pending]
+
+    assert run(scenario) == ["done-0", "done-1", "done-2"]
+
+
 def test_a_lone_submission_is_written_without_waiting_for_company() -> None:
     async def scenario() -> tuple[str, list[int]]:
         apply = Apply()

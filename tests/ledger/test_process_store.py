@@ -88,20 +88,21 @@ def test_a_writer_process_that_dies_fails_its_batch_and_the_next_batch_gets_a_ne
             assert [v.outcome for v in await store.apply([Issue(first)])] == ["issued"]
             pid = store.writer_pid()
             assert pid is not None
-            os.kill(pid, signal.SIGSTOP)  # hold it mid-life, so the next batch is surely in flight
-            second = record()
-            in_flight = asyncio.ensure_future(store.apply([Issue(second)]))
+            os.kill(pid, signal.SIGSTOP)  # hold it mid-life, so the next batches are surely in flight
+            second, also = record(), record()
+            in_flight = [asyncio.ensure_future(store.apply([Issue(r)])) for r in (second, also)]
             await asyncio.sleep(0.2)
-            assert not in_flight.done()
+            assert not any(f.done() for f in in_flight)
             os.kill(pid, signal.SIGKILL)
-            with pytest.raises(WireError, match="exited during a batch"):
-                await asyncio.wait_for(in_flight, 10)
+            for batch in in_flight:
+                with pytest.raises(WireError, match="exited during a batch"):
+                    await asyncio.wait_for(batch, 10)
             third = record()
             assert [v.outcome for v in await store.apply([Issue(third)])] == ["issued"]
             assert store.writer_pid() not in (None, pid)
             assert (await store.get(first.id)) is not None and (await store.get(third.id)) is not None
             # The killed process never committed the batch it held: nothing half-written.
-            assert (await store.get(second.id)) is None
+            assert (await store.get(second.id)) is None and (await store.get(also.id)) is None
         finally:
             await store.close()
 
@@ -152,3 +153,26 @@ def test_get_many_answers_each_id_in_order_with_none_for_unknown_ones(db: Ledger
     for writer in ("thread", "process"):
         db.clear()
         asyncio.run(scenario(writer))
+
+
+def test_batches_sent_back_to_back_each_get_their_own_verdicts(db: LedgerDatabase) -> None:
+    async def scenario() -> None:
+        store = make_store(db.env, "process")
+        await store.start()
+        try:
+            records = [record(venue_id=f"v{i}") for i in range(30)]
+            issued = await asyncio.gather(*(store.apply([Issue(r)]) for r in records))
+            assert [v.outcome for (v,) in issued] == ["issued"] * 30
+            fires = await asyncio.gather(
+                *(
+                    store.apply([Fire(r.id, "impression", "wrapper", PLAY)] * (1 + i % 3))
+                    for i, r in enumerate(records)
+                )
+            )
+            assert [[v.outcome for v in batch] for batch in fires] == [
+                ["counted", "duplicate", "duplicate"][: 1 + i % 3] for i in range(30)
+            ]
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())

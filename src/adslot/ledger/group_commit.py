@@ -20,10 +20,17 @@ log = logging.getLogger(__name__)
 
 class GroupCommitter(Generic[Op, Result]):
     def __init__(
-        self, apply: Callable[[Sequence[Op]], Awaitable[list[Result]]], max_batch: int = 512
+        self,
+        apply: Callable[[Sequence[Op]], Awaitable[list[Result]]],
+        max_batch: int = 512,
+        in_flight: int = 1,
     ) -> None:
+        """`in_flight` batches may be handed to `apply` before the first is answered; an apply that keeps
+        them in order (the writer process's pipe) then never idles while the next batch is gathered."""
         self._apply = apply
         self._max_batch = max_batch
+        self._slots = asyncio.Semaphore(in_flight)
+        self._writing: set[asyncio.Task[None]] = set()
         self._pending: list[tuple[Op, asyncio.Future[Result]]] = []
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -53,11 +60,22 @@ class GroupCommitter(Generic[Op, Result]):
             await self._wakeup.wait()
             self._wakeup.clear()
             while self._pending:
+                await self._slots.acquire()
                 batch = self._pending[: self._max_batch]
                 del self._pending[: self._max_batch]
-                await self._write(batch)
+                task = asyncio.get_running_loop().create_task(self._write_then_free(batch))
+                self._writing.add(task)
+                task.add_done_callback(self._writing.discard)
             if self._closing:
+                while self._writing:
+                    await asyncio.gather(*self._writing)
                 return
+
+    async def _write_then_free(self, batch: list[tuple[Op, asyncio.Future[Result]]]) -> None:
+        try:
+            await self._write(batch)
+        finally:
+            self._slots.release()
 
     async def _write(self, batch: list[tuple[Op, asyncio.Future[Result]]]) -> None:
         try:

@@ -14,6 +14,7 @@ the next batch starts a new writer process.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -44,6 +45,10 @@ class ProcessLedgerStore:
         self._writer: asyncio.StreamWriter | None = None
         self._lock = asyncio.Lock()
         self._closed = False
+        self._waiting: collections.deque[asyncio.Future[bytes]] = collections.deque()
+        """One future per batch sent and not yet answered, in the order sent: the writer process answers in
+        that order, so several batches can be in flight and the pipe never has to go idle between them."""
+        self._answers: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         await self._reads.start()
@@ -69,6 +74,30 @@ class ProcessLedgerStore:
         if ready != READY:
             await self._drop()
             raise RuntimeError(f"the ledger writer process answered {ready!r} instead of ready")
+        self._answers = asyncio.get_running_loop().create_task(
+            self._read_answers(self._reader, self._waiting), name="adslot-ledger-answers"
+        )
+
+    @staticmethod
+    async def _read_answers(
+        reader: asyncio.StreamReader, waiting: collections.deque[asyncio.Future[bytes]]
+    ) -> None:
+        """Hand each answer frame to the batch that waits for it; when the stream ends, fail the rest."""
+        try:
+            while True:
+                frame = await read_frame(reader)
+                if not waiting:
+                    raise WireError("the ledger writer process answered a batch nobody sent")
+                waiter = waiting.popleft()
+                if not waiter.done():  # a cancelled wait: its answer is read and dropped, in step
+                    waiter.set_result(frame)
+        except (asyncio.IncompleteReadError, ConnectionError, WireError) as exc:
+            error = WireError("the ledger writer process exited during a batch")
+            error.__cause__ = exc
+            while waiting:
+                waiter = waiting.popleft()
+                if not waiter.done():
+                    waiter.set_exception(error)
 
     async def close(self) -> None:
         """After the group committer's drain: the writer process gets EOF after the last batch and exits."""
@@ -79,8 +108,17 @@ class ProcessLedgerStore:
 
     async def _drop(self) -> None:
         """Close our end (the writer process finishes the batch in hand, then exits) and reap it."""
-        writer, process = self._writer, self._process
-        self._reader = self._writer = self._process = None
+        writer, process, answers = self._writer, self._process, self._answers
+        self._reader = self._writer = self._process = self._answers = None
+        if answers is not None:
+            answers.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await answers
+        error = WireError("the ledger writer process was stopped during a batch")
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_exception(error)
         if writer is not None:
             writer.close()
             with contextlib.suppress(ConnectionError):
@@ -107,22 +145,26 @@ class ProcessLedgerStore:
     async def get_many(self, ids: Sequence[uuid.UUID]) -> list[AdRequest | None]:
         return await self._reads.get_many(ids)
 
+    def _alive(self) -> bool:
+        return (
+            self._writer is not None
+            and self._process is not None
+            and self._process.poll() is None
+            and self._answers is not None
+            and not self._answers.done()
+        )
+
     async def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
-        async with self._lock:
-            if self._closed:
-                raise RuntimeError("the ledger store is closed")
-            if self._writer is None or self._process is None or self._process.poll() is not None:
-                await self._drop()
-                await self._spawn()
-            assert self._reader is not None and self._writer is not None
-            try:
-                write_frame(self._writer, encode_operations(operations))
-                frame = await read_frame(self._reader)
-            except BaseException as exc:
-                # Broken pipe, a dead writer process or a cancelled wait: the stream may hold half a
-                # frame, so it is never reused; the batch is not acknowledged.
-                await self._drop()
-                if isinstance(exc, (asyncio.IncompleteReadError, ConnectionError)):
-                    raise WireError("the ledger writer process exited during a batch") from exc
-                raise
-        return decode_verdicts(frame)
+        if self._closed:
+            raise RuntimeError("the ledger store is closed")
+        if not self._alive():
+            async with self._lock:  # one new writer process, however many batches find the old one gone
+                if not self._alive():
+                    await self._drop()
+                    await self._spawn()
+        assert self._writer is not None
+        waiter: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        # Appended and written with no await in between, so the futures stay in the order of the frames.
+        self._waiting.append(waiter)
+        write_frame(self._writer, encode_operations(operations))
+        return decode_verdicts(await waiter)
