@@ -1,0 +1,238 @@
+"""Where each microsecond of a hot path goes: py-spy samples of adslot under wrk load, folded per request.
+
+    python -m bench.profile --scenario impression            # or ad_request_json, vast, tracking
+    python -m bench.profile --scenario impression --bare     # the bare app, for the uvicorn share
+
+Starts adslot on SQLite (set up through the CLI, as `python -m bench` does), makes real ad requests,
+drives one scenario with wrk and records, at a low rate so as not to slow what it measures: the worker's
+thread while it holds the GIL (`py-spy --gil`: the time the worker is busy, including its socket system
+calls) and the ledger writer process (busy samples only). Each sample is put in a bucket by the code it is
+in; a bucket's share of the samples, divided by the requests served while recording, is its microseconds
+per request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from contextlib import ExitStack
+from functools import cache
+from pathlib import Path
+
+from bench.scenarios import Scenario, select
+from bench.servers import (
+    SCREEN_ID,
+    VENUE_ID,
+    adslot_command,
+    adslot_env,
+    bare_command,
+    bare_env,
+    free_port,
+    issue_ad_requests,
+    running,
+    setup_production,
+)
+from bench.wrk import WrkResult, run_wrk, wrk_binary
+
+Rule = tuple[str, Callable[[str], bool]]
+COMMIT = 'conn.execute("COMMIT")'
+SQLITE_STORE = Path(__file__).resolve().parents[1] / "src" / "adslot" / "ledger" / "sqlite_store.py"
+
+
+@cache
+def _line_of(text: str) -> int:
+    """The line of sqlite_store.py that runs `text` (py-spy names frames by file and line)."""
+    for number, line in enumerate(SQLITE_STORE.read_text().splitlines(), start=1):
+        if text in line and "execute" in line:
+            return number
+    return -1
+
+
+WORKER_BUCKETS: list[Rule] = [
+    ("VAST building (vast/)", lambda f: "adslot/vast/" in f),
+    (
+        "write batches: group commit, pipe to the writer",
+        lambda f: any(
+            m in f for m in ("group_commit.py", "process_store.py", "wire.py", "asyncio/streams.py")
+        ),
+    ),
+    (
+        "decision, claims, slot clock (decision/, serving/)",
+        lambda f: any(m in f for m in ("/decision/", "/serving/", "claims.py", "budget.py")),
+    ),
+    ("authentication (key hash lookup)", lambda f: "/auth" in f),
+    ("ledger read (SQLite point lookup)", lambda f: "sqlite_store.py" in f or "postgres_store.py" in f),
+    (
+        "handlers: validation, uuid, reply encoding",
+        lambda f: (
+            any(m in f for m in ("adslot/api/", "adslot/ids.py", "bench/bare_app.py"))
+            and "fastlane.py" not in f
+        ),
+    ),
+    ("fast lane: dispatch, query parsing, ASGI send", lambda f: "fastlane.py" in f or "urllib/parse" in f),
+]
+WRITER_BUCKETS: list[Rule] = [
+    ("COMMIT (WAL write + fsync)", lambda f: f"sqlite_store.py:{_line_of(COMMIT)})" in f),
+    (
+        "BEGIN IMMEDIATE (SQLite's write lock)",
+        lambda f: f"sqlite_store.py:{_line_of('BEGIN IMMEDIATE')})" in f,
+    ),
+    ("reads: state of the named ad requests", lambda f: "_read_current" in f or "current_of" in f),
+    ("INSERT first fires into pop_fires", lambda f: "_first_fires" in f),
+    (
+        "Proof-of-Play rules and batch plan (resolve.py, store.py)",
+        lambda f: "resolve.py" in f or "/store.py" in f,
+    ),
+    (
+        "writes: UPDATE/INSERT ad_requests, counters, stats",
+        lambda f: "sqlite_store.py" in f and "_apply " in f,
+    ),
+    ("frames: decode batch, encode verdicts", lambda f: "wire.py" in f),
+    ("the rest of the batch in sqlite_store.py", lambda f: "sqlite_store.py" in f),
+]
+
+
+def _bucket(stack: list[str], rules: list[Rule], *, worker: bool) -> str:
+    leaf = stack[-1]
+    if worker and "httptools_impl.py" in leaf and "RequestResponseCycle.send" in leaf:
+        return "uvicorn: socket writes (headers, body)"
+    for frame in reversed(stack):
+        for name, matches in rules:
+            if matches(frame):
+                return name
+    if worker and any("uvicorn/" in f for f in stack):
+        return "uvicorn: HTTP parsing, request tasks"
+    return "event loop and the rest"
+
+
+def fold(
+    raw: Path, rules: list[Rule], *, worker: bool, rate: int, requests: float
+) -> list[tuple[str, float]]:
+    """µs per request per bucket from a py-spy raw (collapsed) file."""
+    counts: Counter[str] = Counter()
+    for line in raw.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        frames = stack.split(";")[1:]  # the first is the thread
+        if frames:
+            counts[_bucket(frames, rules, worker=worker)] += int(n)
+    per_sample_us = 1e6 / rate / max(requests, 1.0)
+    return [(name, count * per_sample_us) for name, count in counts.most_common()]
+
+
+def _writer_pid(worker_pid: int) -> int | None:
+    """The busiest of the worker's ledger writer processes (production's, under the benchmark's load)."""
+    children = subprocess.run(["pgrep", "-P", str(worker_pid)], capture_output=True, text=True).stdout.split()
+    busiest: tuple[int, int] | None = None
+    for pid in map(int, children):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if b"adslot.ledger.writer_process" in command:
+            ticks = int(fields[11]) + int(fields[12])  # utime + stime
+            if busiest is None or ticks > busiest[0]:
+                busiest = (ticks, pid)
+    return None if busiest is None else busiest[1]
+
+
+def _output(seconds: int, out: Path) -> list[str]:
+    return ["-d", str(seconds), "-f", "raw", "-o", str(out), "--nonblocking"]
+
+
+def profile(scenario: Scenario, seconds: int, rate: int, bare: bool, work: Path) -> str:
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    wrk = wrk_binary()
+    if wrk is None:
+        raise SystemExit("wrk not found on PATH: install it (apt-get install wrk)")
+    key = setup_production(adslot_env(work / "data", free_port(), postgres_url=None, schemas=None, extra={}))
+
+    def adslot_launch(port: int) -> tuple[list[str], dict[str, str]]:
+        env = adslot_env(work / "data", port, postgres_url=None, schemas=None, extra={})
+        return adslot_command(port, 1), env
+
+    def bare_launch(port: int) -> tuple[list[str], dict[str, str]]:
+        return bare_command(port, 1), bare_env(port)
+
+    with ExitStack() as stack:
+        adslot = stack.enter_context(running("adslot", adslot_launch, work / "adslot.log", key))
+        target = stack.enter_context(running("bare", bare_launch, work / "bare.log", key)) if bare else adslot
+        uuids = issue_ad_requests(adslot.url, key, 2000)
+        (work / "uuids.txt").write_text("\n".join(uuids) + "\n")
+        args = {"venue": VENUE_ID, "screen": SCREEN_ID, "key": key, "uuids": str(work / "uuids.txt")}
+
+        def load(duration: int) -> WrkResult:
+            return run_wrk(
+                wrk,
+                target.url,
+                scenario.script,
+                duration_s=duration,
+                connections=64,
+                threads=2,
+                script_args={**args, **scenario.args},
+            )
+
+        load(2)  # warm-up
+        worker = target.process.pid  # one uvicorn worker serves in the process it was started as
+        writer = None if bare else _writer_pid(worker)
+        records: list[tuple[int, list[str], Path, list[Rule], bool]] = [
+            (worker, ["--gil"], work / "worker.txt", WORKER_BUCKETS, True)
+        ]
+        if writer is not None:
+            records.append((writer, [], work / "writer.txt", WRITER_BUCKETS, False))
+        spies = [
+            subprocess.Popen(
+                [
+                    spy,
+                    "record",
+                    "--pid",
+                    str(pid),
+                    "--threads",
+                    *flags,
+                    "-r",
+                    str(rate),
+                    *_output(seconds, out),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for pid, flags, out, _, _ in records
+        ]
+        time.sleep(0.5)
+        result = load(seconds)
+        for spy_process in spies:
+            spy_process.wait(timeout=seconds + 60)
+    requests = result.rps * seconds
+    who = "bare app" if bare else "adslot (SQLite, 1 worker)"
+    lines = [f"### {scenario.name}: {who}, {result.rps:,.0f} req/s under wrk -c64, py-spy at {rate} Hz", ""]
+    for pid, _, out, rules, is_worker in records:
+        rows = fold(out, rules, worker=is_worker, rate=rate, requests=requests)
+        total = sum(us for _, us in rows)
+        title = "worker thread, GIL held" if is_worker else "ledger writer process, busy"
+        lines += [f"| {title} (pid {pid}) | µs per request |", "|---|---:|"]
+        lines += [f"| {name} | {us:.1f} |" for name, us in rows]
+        lines += [f"| **total** | **{total:.1f}** |", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", default="impression")
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--rate", type=int, default=100, help="py-spy samples per second")
+    parser.add_argument("--bare", action="store_true", help="profile the bare app instead of adslot")
+    args = parser.parse_args(argv)
+    (scenario,) = select([args.scenario])
+    with tempfile.TemporaryDirectory(prefix="adslot-profile-") as tmp:
+        print(profile(scenario, args.seconds, args.rate, args.bare, Path(tmp)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
