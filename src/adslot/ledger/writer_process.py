@@ -10,7 +10,6 @@ if the worker dies the socket closes too; either way the process finishes the ba
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 import signal
@@ -21,7 +20,6 @@ import msgspec
 import uvloop
 
 from adslot.ledger.sqlite_store import SqliteLedgerStore
-from adslot.ledger.store import LedgerStore
 from adslot.ledger.stores import store_for
 from adslot.ledger.wire import (
     decode_operations,
@@ -35,37 +33,12 @@ log = logging.getLogger("adslot.ledger.writer_process")
 READY = b"ready"
 
 
-async def _applied(store: LedgerStore, frame: bytes) -> bytes:
-    """A batch frame's answer frame: its verdicts after the commit, or the error that failed it."""
-    try:
-        operations = decode_operations(frame)
-        # Nothing else runs in this process: SQLite's batch needs no hop to its writer thread.
-        if isinstance(store, SqliteLedgerStore):
-            return encode_verdicts(store.apply_blocking(operations))
-        return encode_verdicts(await store.apply(operations))
-    except Exception as exc:  # the worker's group committer retries the batch op by op
-        log.exception("ledger batch failed")
-        return encode_error(f"{type(exc).__name__}: {exc}")
-
-
 async def serve(sock: socket.socket) -> None:
-    """Answer every batch in the order received. On PostgreSQL the batches in flight run concurrently, each
-    in its own pooled transaction (their row locks are taken in one order, so they wait, never deadlock); on
-    SQLite, whose one write lock would serialize them anyway, one after the other."""
     reader, writer = await asyncio.open_connection(sock=sock)
     database_url, schema = msgspec.msgpack.decode(await read_frame(reader), type=tuple[str, str | None])
     store = store_for(database_url, schema)
     await store.start()
     gc.freeze()  # the process's long-lived start-up objects: full collections need not walk them again
-    answers: asyncio.Queue[asyncio.Future[bytes] | None] = asyncio.Queue()
-
-    async def send_in_order() -> None:
-        while (answer := await answers.get()) is not None:
-            write_frame(writer, await answer)
-            await writer.drain()
-
-    sender = asyncio.get_running_loop().create_task(send_in_order())
-    running: set[asyncio.Future[bytes]] = set()
     try:
         write_frame(writer, READY)
         await writer.drain()
@@ -73,17 +46,22 @@ async def serve(sock: socket.socket) -> None:
             try:
                 frame = await read_frame(reader)
             except (asyncio.IncompleteReadError, ConnectionError):
-                break  # the worker closed its end (drained) or died: nothing more will come
-            batch = asyncio.ensure_future(_applied(store, frame))
-            running.add(batch)
-            batch.add_done_callback(running.discard)
-            answers.put_nowait(batch)
+                return  # the worker closed its end (drained) or died: nothing more will come
+            try:
+                operations = decode_operations(frame)
+                # Nothing else runs in this process: SQLite's batch needs no hop to its writer thread.
+                verdicts = (
+                    store.apply_blocking(operations)
+                    if isinstance(store, SqliteLedgerStore)
+                    else await store.apply(operations)
+                )
+                answer = encode_verdicts(verdicts)
+            except Exception as exc:  # the worker's group committer retries the batch op by op
+                log.exception("ledger batch failed")
+                answer = encode_error(f"{type(exc).__name__}: {exc}")
+            write_frame(writer, answer)
+            await writer.drain()
     finally:
-        answers.put_nowait(None)
-        with contextlib.suppress(ConnectionError):
-            await sender
-        # Every batch received is committed (or failed) before the store closes, even if the worker is gone.
-        await asyncio.gather(*running, return_exceptions=True)
         await store.close()
         writer.close()
 
