@@ -17,7 +17,11 @@ import socket
 import sys
 
 import msgspec
-import uvloop
+
+try:
+    import uvloop
+except ImportError:  # pragma: no cover - uvloop is not built for Windows
+    uvloop = None  # type: ignore[assignment]
 
 from adslot.ledger.sqlite_store import SqliteLedgerStore
 from adslot.ledger.stores import store_for
@@ -71,7 +75,8 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s adslot ledger writer: %(message)s")
     sock = socket.socket(fileno=int(argv[1]))
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+    # uvloop where installed (every platform but Windows, as for `adslot serve`), else asyncio's own loop.
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None) as runner:
         runner.run(serve(sock))
     return 0
 
