@@ -45,7 +45,7 @@ QUICK = {"duration": 2, "rounds": 1, "warmup": 1, "uuids": 500}
 DEFAULTS = {"duration": 10, "rounds": 3, "warmup": 2, "uuids": 2000}
 
 
-def _seconds(raw: str) -> int:
+def parse_seconds(raw: str) -> int:
     text = raw.strip().lower()
     scale = 60 if text.endswith("m") else 1
     value = int(float(text.rstrip("sm")) * scale)
@@ -54,7 +54,7 @@ def _seconds(raw: str) -> int:
     return value
 
 
-def _env_pair(raw: str) -> tuple[str, str]:
+def parse_env_pair(raw: str) -> tuple[str, str]:
     name, sep, value = raw.partition("=")
     if not sep or not name.startswith("ADSLOT_"):
         raise argparse.ArgumentTypeError("expected ADSLOT_NAME=value")
@@ -84,10 +84,10 @@ def parse_args(argv: list[str]) -> Options:
         prog="python -m bench",
         description="Load-test adslot against a bare ASGI app on the same stack.",
     )
-    p.add_argument("--duration", type=_seconds, help="seconds per wrk run (e.g. 10 or 10s; default 10)")
+    p.add_argument("--duration", type=parse_seconds, help="seconds per wrk run (e.g. 10 or 10s; default 10)")
     p.add_argument("--rounds", type=int, help="rounds per scenario, bare and adslot interleaved (default 3)")
     p.add_argument(
-        "--warmup", type=_seconds, help="seconds of warm-up per server before measuring (default 2)"
+        "--warmup", type=parse_seconds, help="seconds of warm-up per server before measuring (default 2)"
     )
     p.add_argument("--connections", type=int, default=64, help="wrk connections (default 64)")
     p.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
@@ -106,7 +106,7 @@ def parse_args(argv: list[str]) -> Options:
     p.add_argument(
         "--adslot-env",
         action="append",
-        type=_env_pair,
+        type=parse_env_pair,
         default=[],
         metavar="ADSLOT_NAME=value",
         help="extra setting for adslot (repeatable), e.g. ADSLOT_BATCH_MAX=1024",
@@ -170,7 +170,7 @@ Records = Callable[[], dict[str, int]]
 """Reads adslot's Proof-of-Play totals (counted, duplicate, late) over the benchmark's ad requests."""
 
 
-def _delta(before: dict[str, int] | None, after: dict[str, int] | None) -> dict[str, int] | None:
+def pop_delta(before: dict[str, int] | None, after: dict[str, int] | None) -> dict[str, int] | None:
     if before is None or after is None:
         return None
     return {k: after[k] - before.get(k, 0) for k in after}
@@ -223,7 +223,7 @@ class Bench:
         before = records() if records else None
         measured = self.run(targets, scenario)
         row = report.max_row(scenario, backend, measured["bare"], measured["adslot"])
-        row.proof_of_play = _delta(before, records() if records else None)
+        row.proof_of_play = pop_delta(before, records() if records else None)
         self.rows.append(row)
         print(f"  {scenario.name}: ratio {row.ratio:.2f} (target {row.target})", flush=True)
         if scenario.half_load and self.args.half_load:
@@ -235,7 +235,7 @@ class Bench:
             before = records() if records else None
             paced = self.run(targets, scenario, delay)
             half = report.half_load_row(scenario, backend, paced["bare"], paced["adslot"], rates, delay)
-            half.proof_of_play = _delta(before, records() if records else None)
+            half.proof_of_play = pop_delta(before, records() if records else None)
             self.rows.append(half)
             print(f"  {scenario.name} @ half load: adslot p99/p50 {half.ratio:.1f}", flush=True)
 
@@ -305,8 +305,47 @@ class Bench:
                 print(f"[{backend}] dropped schemas {', '.join(schemas)}")
 
 
-def _terminate(signum: int, _frame: FrameType | None) -> None:
+def exit_on_signal(signum: int, _frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
+
+
+def backend_plan(postgres: str | None) -> tuple[dict[str, str], list[tuple[str, str | None]]]:
+    """Each backend's status so far, and the (backend, PostgreSQL URL) runs to make: SQLite always, then
+    PostgreSQL when given and reachable (else its status says why not)."""
+    backends: dict[str, str] = {"sqlite": "pending"}
+    plan: list[tuple[str, str | None]] = [("sqlite", None)]
+    if postgres is None:
+        backends["postgres"] = "skipped (--no-postgres)"
+        return backends, plan
+    reason = unreachable_reason(postgres)
+    if reason:
+        backends["postgres"] = f"skipped, unreachable at {redacted(postgres)} ({reason})"
+        print(f"note: PostgreSQL {backends['postgres']}", flush=True)
+    else:
+        backends["postgres"] = "pending"
+        plan.append(("postgres", postgres))
+    return backends, plan
+
+
+def run_backends(
+    plan: list[tuple[str, str | None]],
+    backends: dict[str, str],
+    run: Callable[[str, str | None, Path], None],
+    *,
+    prefix: str,
+) -> bool:
+    """Run each backend in its own temporary directory, recording its status; True if one failed."""
+    failed = False
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        for backend, url in plan:
+            try:
+                run(backend, url, Path(tmp) / backend)
+                backends[backend] = "ran"
+            except Exception as exc:  # one backend failing must not lose the other's results
+                failed = True
+                backends[backend] = f"failed: {str(exc).splitlines()[0]}"
+                print(f"[{backend}] FAILED: {exc}", file=sys.stderr, flush=True)
+    return failed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -316,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     if wrk is None:
         print("wrk not found on PATH: install it (apt-get install wrk)", file=sys.stderr)
         return 2
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    previous = signal.signal(signal.SIGTERM, exit_on_signal)
     machine = report.machine_facts(argv, wrk_version(wrk))
     config = Config(
         duration_s=args.duration,
@@ -332,30 +371,10 @@ def main(argv: list[str] | None = None) -> int:
         adslot_env=args.adslot_env,
         tally=args.tally,
     )
-    backends: dict[str, str] = {"sqlite": "pending"}
-    plan: list[tuple[str, str | None]] = [("sqlite", None)]
-    if args.postgres is None:
-        backends["postgres"] = "skipped (--no-postgres)"
-    else:
-        reason = unreachable_reason(args.postgres)
-        if reason:
-            backends["postgres"] = f"skipped, unreachable at {redacted(args.postgres)} ({reason})"
-            print(f"note: PostgreSQL {backends['postgres']}", flush=True)
-        else:
-            backends["postgres"] = "pending"
-            plan.append(("postgres", args.postgres))
+    backends, plan = backend_plan(args.postgres)
     bench = Bench(args, wrk)
-    failed = False
     try:
-        with tempfile.TemporaryDirectory(prefix="adslot-bench-") as tmp:
-            for backend, url in plan:
-                try:
-                    bench.backend(backend, url, Path(tmp) / backend)
-                    backends[backend] = "ran"
-                except Exception as exc:  # one backend failing must not lose the other's results
-                    failed = True
-                    backends[backend] = f"failed: {str(exc).splitlines()[0]}"
-                    print(f"[{backend}] FAILED: {exc}", file=sys.stderr, flush=True)
+        failed = run_backends(plan, backends, bench.backend, prefix="adslot-bench-")
     finally:
         signal.signal(signal.SIGTERM, previous)
     report.finish(machine)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
@@ -25,7 +24,7 @@ import msgspec
 
 from adslot.settings import load_settings
 from bench import report
-from bench.postgres import drop_schemas, fresh_schemas, redacted, unreachable_reason
+from bench.postgres import drop_schemas, fresh_schemas, redacted
 from bench.report import Machine, Side
 from bench.runner import (
     DEFAULT_POSTGRES,
@@ -34,10 +33,12 @@ from bench.runner import (
     Options,
     Records,
     Target,
-    _delta,
-    _env_pair,
-    _seconds,
-    _terminate,
+    backend_plan,
+    exit_on_signal,
+    parse_env_pair,
+    parse_seconds,
+    pop_delta,
+    run_backends,
 )
 from bench.scenarios import SCENARIOS, Scenario, select
 from bench.servers import (
@@ -101,10 +102,10 @@ def parse_args(argv: list[str]) -> WorkersOptions:
         prog=PROG,
         description="Load-test adslot with 1 worker against adslot with 2 workers, interleaved.",
     )
-    p.add_argument("--duration", type=_seconds, help="seconds per wrk run (e.g. 8 or 8s; default 8)")
+    p.add_argument("--duration", type=parse_seconds, help="seconds per wrk run (e.g. 8 or 8s; default 8)")
     p.add_argument("--rounds", type=int, help="rounds per scenario, 1 and 2 workers interleaved (default 3)")
     p.add_argument(
-        "--warmup", type=_seconds, help="seconds of ad requests per server before measuring (default 2)"
+        "--warmup", type=parse_seconds, help="seconds of ad requests per server before measuring (default 2)"
     )
     p.add_argument("--connections", type=int, default=64, help="wrk connections (default 64)")
     p.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
@@ -124,7 +125,7 @@ def parse_args(argv: list[str]) -> WorkersOptions:
     p.add_argument(
         "--adslot-env",
         action="append",
-        type=_env_pair,
+        type=parse_env_pair,
         default=[],
         metavar="ADSLOT_NAME=value",
         help="extra setting for both adslot servers (repeatable), e.g. ADSLOT_LEDGER_WRITER=thread",
@@ -226,7 +227,9 @@ class WorkersBench:
         measured = self.bench.run(targets, scenario)
         row = make_row(scenario, backend, measured)
         if records:
-            row.proof_of_play = {name: _delta(before[name], read()) or {} for name, read in records.items()}
+            row.proof_of_play = {
+                name: pop_delta(before[name], read()) or {} for name, read in records.items()
+            }
         self.rows.append(row)
         errors = "  ERRORS" if row.flags else ""
         print(f"  {scenario.name}: speedup {row.speedup:.2f} (2 workers / 1 worker){errors}", flush=True)
@@ -414,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     if wrk is None:
         print("wrk not found on PATH: install it (apt-get install wrk)", file=sys.stderr)
         return 2
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    previous = signal.signal(signal.SIGTERM, exit_on_signal)
     machine = report.machine_facts(argv, wrk_version(wrk))
     machine.command = " ".join([PROG, *argv])
     probe = adslot_env(Path("unused"), free_port(), postgres_url=None, schemas=None, extra=args.adslot_env)
@@ -430,30 +433,10 @@ def main(argv: list[str] | None = None) -> int:
         adslot_env=args.adslot_env,
         ledger_writer=load_settings(probe).ledger_writer,
     )
-    backends: dict[str, str] = {"sqlite": "pending"}
-    plan: list[tuple[str, str | None]] = [("sqlite", None)]
-    if args.postgres is None:
-        backends["postgres"] = "skipped (--no-postgres)"
-    else:
-        reason = unreachable_reason(args.postgres)
-        if reason:
-            backends["postgres"] = f"skipped, unreachable at {redacted(args.postgres)} ({reason})"
-            print(f"note: PostgreSQL {backends['postgres']}", flush=True)
-        else:
-            backends["postgres"] = "pending"
-            plan.append(("postgres", args.postgres))
+    backends, plan = backend_plan(args.postgres)
     bench = WorkersBench(args, wrk)
-    failed = False
     try:
-        with tempfile.TemporaryDirectory(prefix="adslot-bench-workers-") as tmp:
-            for backend, url in plan:
-                try:
-                    bench.backend(backend, url, Path(tmp) / backend)
-                    backends[backend] = "ran"
-                except Exception as exc:  # one backend failing must not lose the other's results
-                    failed = True
-                    backends[backend] = f"failed: {str(exc).splitlines()[0]}"
-                    print(f"[{backend}] FAILED: {exc}", file=sys.stderr, flush=True)
+        failed = run_backends(plan, backends, bench.backend, prefix="adslot-bench-workers-")
     finally:
         signal.signal(signal.SIGTERM, previous)
     report.finish(machine)
