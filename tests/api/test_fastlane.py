@@ -1,15 +1,22 @@
-"""The fast lane parses raw query strings itself: any bytes get a defined answer, never a 500."""
+"""The fast lane parses raw query strings itself: any bytes get a defined answer, never a bare 500."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import uuid
+from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, quote
 
 import httpx
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adslot.api.fastlane import _query
-from tests.conftest import LiveServer
+from adslot.api.fastlane import Receive, Scope, Send, _query, fast_lane
+from adslot.environment import Environment
+from tests.conftest import LiveServer, free_port, make_settings
 
 
 def test_non_latin1_percent_escapes_in_a_pixel_query_get_a_400_not_a_500(
@@ -34,3 +41,46 @@ def test_the_fast_query_reader_reads_what_parse_qsl_reads(pairs: list[tuple[str,
         for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True, encoding="latin-1"):
             expected.setdefault(name, value.encode("latin-1").decode("utf-8", "replace"))
         assert _query({"query_string": query}) == expected
+
+
+def test_an_unexpected_failure_on_a_hot_path_answers_the_500_envelope_not_plain_text(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pixel that reaches an environment whose ledger writer is not running (as during a shutdown)."""
+    settings, _ = make_settings(tmp_path, "sqlite", free_port())
+    env = Environment(settings, settings.environment("production"))
+    fallback_called: list[Scope] = []
+
+    async def fallback(scope: Scope, receive: Receive, send: Send) -> None:
+        fallback_called.append(scope)
+
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(dict(message))
+
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "/api/v1/ad/callback/",
+        "root_path": "",
+        "query_string": f"ad_request_uuid={uuid.uuid4()}".encode(),
+        "headers": [],
+    }
+    asyncio.run(fast_lane(env, fallback)(scope, receive, send))  # type: ignore[arg-type]
+    assert not fallback_called
+    start, body = sent
+    assert start["status"] == 500
+    assert (b"content-type", b"application/json") in start["headers"]
+    assert json.loads(body["body"]) == {
+        "status": 500,
+        "error": {
+            "code": "internal_error",
+            "message": "an internal error occurred; it has been logged",
+            "field": None,
+        },
+    }
+    assert "the ledger writer is not running" in caplog.text

@@ -7,14 +7,16 @@ Litestar, whose handlers call the same functions and describe these paths in the
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl
 
 from adslot.api.ad_request import handle_ad_request
 from adslot.api.proof_of_play import handle_event, handle_inline_vast
-from adslot.api.reply import Reply
+from adslot.api.reply import NO_STORE, Reply, error_reply
 from adslot.environment import Environment
+from adslot.errors import ApiError
 from adslot.vast.urls import QUARTILE_EVENTS
 
 Scope = MutableMapping[str, Any]
@@ -27,6 +29,8 @@ AD_REQUEST_PATHS = frozenset({"/api/v1/ad/request", "/ad/request"})
 CALLBACK_PATHS = frozenset({"/api/v1/ad/callback/", "/api/v1/ad/callback"})
 TRACKING_PATHS = frozenset({"/api/v1/ad/tracking/video/", "/api/v1/ad/tracking/video"})
 VAST_PREFIX = "/api/v1/ad/vast/"
+INTERNAL_ERROR = ApiError(500, "internal_error", "an internal error occurred; it has been logged")
+log = logging.getLogger(__name__)
 
 
 def _query(scope: Scope) -> dict[str, str]:
@@ -103,37 +107,42 @@ def fast_lane(env: Environment, fallback: ASGIApp) -> ASGIApp:
         if root and path.startswith(root):
             path = path[len(root) :]
         method = scope["method"]
-        reply: Reply | None = None
-        if method == "POST" and path in AD_REQUEST_PATHS:
-            query = _query(scope)
-            body = await _read_body(receive, limit)
-            reply = await handle_ad_request(
-                env,
-                key=_header(scope, b"ssp-key"),
-                fmt=query.get("format"),
-                content_type=_header(scope, b"content-type"),
-                body=body,
-            )
-        elif method in ("GET", "HEAD"):
-            if path in CALLBACK_PATHS:
+        try:
+            reply: Reply | None = None
+            if method == "POST" and path in AD_REQUEST_PATHS:
                 query = _query(scope)
-                reply = await handle_event(
+                body = await _read_body(receive, limit)
+                reply = await handle_ad_request(
                     env,
-                    event="impression",
-                    ad_request_uuid=query.get("ad_request_uuid"),
-                    layer=query.get("layer"),
+                    key=_header(scope, b"ssp-key"),
+                    fmt=query.get("format"),
+                    content_type=_header(scope, b"content-type"),
+                    body=body,
                 )
-            elif path in TRACKING_PATHS:
-                query = _query(scope)
-                reply = await handle_event(
-                    env,
-                    event=query.get("event"),
-                    ad_request_uuid=query.get("ad_request_uuid"),
-                    layer=query.get("layer"),
-                    events=QUARTILE_EVENTS,
-                )
-            elif method == "GET" and path.startswith(VAST_PREFIX) and "/" not in path[len(VAST_PREFIX) :]:
-                reply = await handle_inline_vast(env, path[len(VAST_PREFIX) :])
+            elif method in ("GET", "HEAD"):
+                if path in CALLBACK_PATHS:
+                    query = _query(scope)
+                    reply = await handle_event(
+                        env,
+                        event="impression",
+                        ad_request_uuid=query.get("ad_request_uuid"),
+                        layer=query.get("layer"),
+                    )
+                elif path in TRACKING_PATHS:
+                    query = _query(scope)
+                    reply = await handle_event(
+                        env,
+                        event=query.get("event"),
+                        ad_request_uuid=query.get("ad_request_uuid"),
+                        layer=query.get("layer"),
+                        events=QUARTILE_EVENTS,
+                    )
+                elif method == "GET" and path.startswith(VAST_PREFIX) and "/" not in path[len(VAST_PREFIX) :]:
+                    reply = await handle_inline_vast(env, path[len(VAST_PREFIX) :])
+        except Exception:
+            # As Litestar answers for the same paths: the error envelope, logged; never a bare text/plain 500.
+            log.exception("unhandled error on %s %s", method, path)
+            reply = error_reply(INTERNAL_ERROR, NO_STORE)
         if reply is None:
             return await fallback(scope, receive, send)
         await _send(send, reply, method == "HEAD")

@@ -23,7 +23,7 @@ from adslot.campaigns.schemas import (
     TargetingRules,
 )
 from adslot.errors import ApiError
-from adslot.storage.database import as_dict
+from adslot.storage.database import as_dict, conflict_as
 from adslot.storage.tables import advertisers, campaign_venues, campaigns, creatives
 
 
@@ -34,12 +34,14 @@ def _check_flight(start_at: int, end_at: int) -> None:
 
 def create_advertiser(conn: sa.Connection, data: AdvertiserIn) -> Advertiser:
     exists = conn.execute(sa.select(advertisers.c.id).where(advertisers.c.name == data.name)).first()
+    conflict = ApiError(409, "advertiser_exists", f"an advertiser named {data.name!r} exists", "name")
     if exists:
-        raise ApiError(409, "advertiser_exists", f"an advertiser named {data.name!r} exists", "name")
+        raise conflict
     now = int(time.time())
-    result = conn.execute(
-        sa.insert(advertisers).values(name=data.name, category=data.category, created_at=now)
-    )
+    with conflict_as(conflict):
+        result = conn.execute(
+            sa.insert(advertisers).values(name=data.name, category=data.category, created_at=now)
+        )
     return Advertiser(int(result.inserted_primary_key[0]), data.name, data.category, now)  # type: ignore[index]
 
 

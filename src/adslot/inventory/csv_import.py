@@ -26,6 +26,7 @@ from adslot.errors import ApiError
 from adslot.inventory.places import check_timezone, country_code
 from adslot.inventory.repository import screen_changes, screen_values, venue_changes, venue_values
 from adslot.inventory.schemas import ImportResult, ScreenIn, ScreenPatch, VenueIn, VenuePatch
+from adslot.storage.database import conflict_as
 from adslot.storage.tables import screens, venues
 
 MAX_CSV_BYTES = 5 * 1024 * 1024
@@ -34,6 +35,13 @@ MAX_DETAILS = 100
 """Problems listed in one answer; the message counts them all."""
 CHUNK = 500
 """Ids per IN (...) lookup: well under every driver's parameter limit."""
+CONCURRENT_IMPORT = ApiError(
+    409,
+    "concurrent_change",
+    "another request created some of these venues or screens while this import ran; nothing was imported, "
+    "send it again",
+    "body",
+)
 
 VENUE_COLUMNS = {
     name: name
@@ -340,7 +348,8 @@ def import_venues(conn: sa.Connection, body: bytes) -> ImportResult:
             new_screens.append(screen_values(made) | {"venue_id": key[0]})
     if problems:
         raise CsvError(problems)
-    _write(conn, new_venues, venue_updates, new_screens, screen_updates)
+    with conflict_as(CONCURRENT_IMPORT):
+        _write(conn, new_venues, venue_updates, new_screens, screen_updates)
     return ImportResult(
         venues_created=len(new_venues),
         venues_updated=len(venue_updates),

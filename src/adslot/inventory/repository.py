@@ -18,6 +18,7 @@ from adslot.decision.model import ScreenProfile, VenueProfile
 from adslot.errors import ApiError
 from adslot.inventory.places import check_timezone, country_code
 from adslot.inventory.schemas import Screen, ScreenIn, ScreenPatch, Venue, VenueIn, VenuePatch
+from adslot.storage.database import conflict_as
 from adslot.storage.tables import screens, venues
 
 _JSON_LISTS = {"tags", "mime_types", "hourly_impressions"}
@@ -81,9 +82,11 @@ def venue_changes(patch: VenuePatch, current: Mapping[Any, Any]) -> dict[str, An
 
 def create_venue(conn: sa.Connection, data: VenueIn) -> Venue:
     values = venue_values(data)
+    exists = ApiError(409, "venue_exists", f"venue {data.venue_id!r} exists", "venue_id")
     if conn.execute(sa.select(venues.c.venue_id).where(venues.c.venue_id == data.venue_id)).first():
-        raise ApiError(409, "venue_exists", f"venue {data.venue_id!r} exists", "venue_id")
-    conn.execute(sa.insert(venues).values(**values, created_at=int(time.time())))
+        raise exists
+    with conflict_as(exists):
+        conn.execute(sa.insert(venues).values(**values, created_at=int(time.time())))
     return get_venue(conn, data.venue_id)
 
 
@@ -132,10 +135,14 @@ def add_screen(conn: sa.Connection, venue_id: str, data: ScreenIn) -> Screen:
             screens.c.venue_id == venue_id, screens.c.screen_id == data.screen_id
         )
     ).first()
+    conflict = ApiError(
+        409, "screen_exists", f"screen {data.screen_id!r} exists in {venue_id!r}", "screen_id"
+    )
     if exists:
-        raise ApiError(409, "screen_exists", f"screen {data.screen_id!r} exists in {venue_id!r}", "screen_id")
+        raise conflict
     values = screen_values(data) | {"venue_id": venue_id, "created_at": int(time.time())}
-    conn.execute(sa.insert(screens).values(**values))
+    with conflict_as(conflict):
+        conn.execute(sa.insert(screens).values(**values))
     return _get_screen(conn, venue_id, data.screen_id)
 
 

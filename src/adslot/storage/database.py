@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
+from adslot.errors import ApiError
 from adslot.settings import EnvironmentSettings
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -64,3 +67,30 @@ def make_engine(env: EnvironmentSettings) -> sa.Engine:
 def as_dict(row: sa.RowMapping) -> dict[str, Any]:
     """A plain dict with plain str keys (SQLAlchemy's quoted_name keys upset strict decoders)."""
     return {str(k): v for k, v in row.items()}
+
+
+UNIQUE_VIOLATION = "23505"
+"""PostgreSQL's SQLSTATE for a duplicate key."""
+
+
+def is_unique_violation(exc: sa.exc.IntegrityError) -> bool:
+    """A duplicate primary or unique key, on either backend (not a foreign-key or NOT NULL failure)."""
+    if getattr(exc.orig, "sqlstate", None) == UNIQUE_VIOLATION:
+        return True
+    text = str(exc.orig)
+    return text.startswith("UNIQUE constraint failed") or text.startswith("PRIMARY KEY constraint failed")
+
+
+@contextmanager
+def conflict_as(error: ApiError) -> Iterator[None]:
+    """Answer `error` (a 409) when a write inside hits a duplicate key.
+
+    The read before an insert answers the common case; this is for the request that loses a race with a
+    concurrent one creating the same key between that read and its insert, which would otherwise be a 500.
+    """
+    try:
+        yield
+    except sa.exc.IntegrityError as exc:
+        if is_unique_violation(exc):
+            raise error from exc
+        raise
