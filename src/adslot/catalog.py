@@ -7,7 +7,7 @@ poll interval without a query per request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 
@@ -18,6 +18,7 @@ from adslot.decision.index import DecisionIndex
 from adslot.decision.model import Creative, ScreenProfile, VenueProfile
 from adslot.inventory.repository import screen_profiles, venue_profiles
 from adslot.storage.tables import environment_meta
+from adslot.vast.inline import InlineCreative
 
 VERSION_KEY = "catalog_version"
 
@@ -34,6 +35,9 @@ class Catalog:
     """The active campaigns, compiled (`index.campaigns` by id), ready for decisions."""
     creatives: dict[int, Creative]
     """Every creative ever defined, live or not: an issued ad request still renders after a pause."""
+    inline: dict[int, InlineCreative] = field(default_factory=dict, compare=False)
+    """Each creative as the inline VAST renders it, made at its first fetch: it lives and dies with this
+    snapshot, so a changed creative is rendered anew after the next reload."""
 
 
 def current_version(conn: sa.Connection) -> int:

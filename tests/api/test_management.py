@@ -938,3 +938,35 @@ def test_a_csv_import_reaches_decisions_without_a_restart_and_is_documented(
     assert ad_status(live, "csv-live") == 422, "production refuses a venue it does not know"
     assert import_csv(http, live, "venue_id,name\ncsv-live,Live\n").status_code == 200
     assert eventually(lambda: ad_status(live, "csv-live") in (200, 204))
+
+
+def test_a_renamed_creative_shows_its_new_title_in_the_inline_vast_of_an_issued_ad_request(
+    live: LiveServer, http: httpx.Client
+) -> None:
+    """The inline VAST renders each creative once per catalog snapshot: a change must reach it anyway."""
+    assert live.keys
+    assert post(http, live, "/api/v1/venues", {"venue_id": "vast-title", "name": "V", "timezone": "UTC"})
+    campaign = post(
+        http, live, "/api/v1/campaigns", {**CAMPAIGN, "name": "title", "venue_ids": ["vast-title"]}
+    )
+    campaign_id = campaign.json()["id"]
+    creative = post(
+        http, live, f"/api/v1/campaigns/{campaign_id}/creatives", {**CREATIVE, "name": "Old"}
+    ).json()
+    issued = http.post(
+        f"{live.url}/api/v1/ad/request",
+        headers={"Ssp-Key": live.keys.production},
+        json={"venue_id": "vast-title", "play_time": play_time()},
+    )
+    assert issued.status_code == 200, issued.text
+    ad_request_uuid = issued.json()["data"]["ad_request_uuid"]
+
+    def title() -> str:
+        vast = http.get(f"{live.url}/api/v1/ad/vast/{ad_request_uuid}")
+        assert vast.status_code == 200, vast.text
+        return vast.text.split("<AdTitle>", 1)[1].split("</AdTitle>", 1)[0]
+
+    assert title() == "Old"
+    path = f"/api/v1/campaigns/{campaign_id}/creatives/{creative['id']}"
+    assert patch(http, live, path, {"name": "New & improved"}).status_code == 200
+    assert eventually(lambda: title() == "New &amp; improved")

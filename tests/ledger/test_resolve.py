@@ -15,6 +15,7 @@ from adslot.ledger.resolve import (
     resolve_releases,
     resolve_settles,
 )
+from adslot.ledger.store import Batch
 
 A = uuid.UUID(int=1)
 B = uuid.UUID(int=2)
@@ -59,6 +60,25 @@ def test_the_other_layers_first_fire_is_an_echo_not_a_count() -> None:
     assert outcomes(
         [Fire(A, "complete", "inline", 12)], {A: current(complete_at=10)}, {(A, "complete", "inline")}
     ) == ["echo"]
+
+
+def test_only_changes_that_alter_the_row_are_written_and_echoes_alone_are_not() -> None:
+    fires = [
+        Fire(A, "complete", "inline", 12),  # echo: the wrapper's fire already set complete_at
+        Fire(B, "start", "wrapper", 12),  # duplicate
+    ]
+    state = {A: current(complete_at=10), B: current(start_at=5)}
+    verdicts, changes = resolve(fires, state, {(A, "complete", "inline")})
+    assert [v.outcome for v in verdicts] == ["echo", "duplicate"]
+    assert not changes[A].writes and changes[B].writes
+    batch = Batch.of(fires)
+    batch.current = state
+    batch.resolve({(A, "complete", "inline")}, [])
+    assert [ident for ident, _ in batch.row_changes()] == [B]
+    assert RowChange(set_times={"start_at": 1}).writes and RowChange(late=1).writes
+    settled = RowChange()
+    settled.settle(5, "expired")
+    assert settled.writes
 
 
 def test_fires_after_expiry_are_late_and_never_counted_and_unknown_ids_are_unknown() -> None:

@@ -10,6 +10,7 @@ import uuid
 
 from adslot import __version__
 from adslot.api.reply import NO_STORE, XML, Reply, error_reply, json_reply
+from adslot.decision.model import Creative
 from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.ids import parse_uuid
@@ -97,6 +98,21 @@ def media_url(env: Environment, url: str) -> str:
     return env.base_url + url if url.startswith("/") else url
 
 
+def inline_creative(env: Environment, creative: Creative) -> InlineCreative:
+    return InlineCreative(
+        creative_id=creative.id,
+        title=creative.name,
+        duration_seconds=creative.duration_seconds,
+        media=MediaFile(
+            url=media_url(env, creative.media_url),
+            mime_type=creative.mime_type,
+            width=creative.width,
+            height=creative.height,
+            bitrate_kbps=creative.bitrate_kbps,
+        ),
+    )
+
+
 def _vast_error(error: ApiError) -> Reply:
     """Players parse XML: errors on the VAST URL are an empty VAST 2.0 document plus the error code header."""
     return Reply(error.status, EMPTY_VAST.encode(), XML, [NO_STORE, ("x-adslot-error", error.code)])
@@ -115,28 +131,20 @@ async def handle_inline_vast(env: Environment, ad_request_uuid: str) -> Reply:
             raise _expired(record.expires_at, now)
         catalog = env.catalog
         assert catalog is not None
-        creative = catalog.creatives.get(record.creative_id)
-        if creative is None:
-            raise ApiError(
-                410, "creative_gone", "the creative of this ad request was removed", "ad_request_uuid"
-            )
+        inline = catalog.inline.get(record.creative_id)
+        if inline is None:
+            creative = catalog.creatives.get(record.creative_id)
+            if creative is None:
+                raise ApiError(
+                    410, "creative_gone", "the creative of this ad request was removed", "ad_request_uuid"
+                )
+            inline = catalog.inline[creative.id] = inline_creative(env, creative)
     except ApiError as error:
         return _vast_error(error)
     vast = build_inline(
         base_url=env.base_url,
-        ad_request_uuid=str(record.id),
-        creative=InlineCreative(
-            creative_id=creative.id,
-            title=creative.name,
-            duration_seconds=creative.duration_seconds,
-            media=MediaFile(
-                url=media_url(env, creative.media_url),
-                mime_type=creative.mime_type,
-                width=creative.width,
-                height=creative.height,
-                bitrate_kbps=creative.bitrate_kbps,
-            ),
-        ),
+        ad_request_uuid=ad_request_uuid.lower(),  # what parse_uuid accepted, lowercased: str(record.id)
+        creative=inline,
         ad_system_name=env.settings.ad_system_name,
         ad_system_version=__version__,
     )

@@ -132,9 +132,10 @@ async def _apply(conn: asyncpg.Connection, batch: Batch) -> None:
         await conn.execute(WRITE_COUNTERS, *_columns(writes, 5))
     if batch.admitted:
         await conn.executemany(INSERT, [issue_values(r, c) for r, c in batch.admitted])
-    if batch.changes:
-        values = [change_values(c) for c in batch.changes.values()]
-        await conn.execute(UPDATE, *_columns(values, _N + 2), list(batch.changes))
+    changes = batch.row_changes()
+    if changes:
+        values = [change_values(c) for _, c in changes]
+        await conn.execute(UPDATE, *_columns(values, _N + 2), [ident for ident, _ in changes])
     stats = batch.stats()
     if stats:
         await conn.execute(STATS, *_columns(stats, 5))

@@ -52,6 +52,11 @@ class RowChange:
         self.settled_at = at
         self.settle_reason = reason
 
+    @property
+    def writes(self) -> bool:
+        """False for a change of echoes only (the other layer's first fires): the row stays as it is."""
+        return bool(self.set_times or self.duplicates or self.late or self.settle_reason)
+
 
 def resolve(
     fires: Sequence[Fire], current: dict[uuid.UUID, Current], fresh: set[FireKey]

@@ -58,6 +58,8 @@ UPDATE_FIRES = (
     + " WHERE id = ?"
 )
 """The same UPDATE without the settlement columns, for the rows only fires changed (most of them)."""
+UPDATE_COUNTERS = "UPDATE ad_requests SET " + COUNTER_SET.format(dups="?", late="?") + " WHERE id = ?"
+"""Only the two counters, for the rows only repeated or late fires changed (every retry of a player)."""
 STATE = f"SELECT {', '.join(STATE_COLUMNS)} FROM ad_requests WHERE id IN ({{marks}})"
 DUE = f"SELECT {', '.join(STATE_COLUMNS)} FROM ad_requests WHERE " + DUE_WHERE.format(before="?", limit="?")
 COUNTERS = f"SELECT {', '.join(COUNTER_COLUMNS)} FROM delivery_counters WHERE key IN ({{marks}})"
@@ -96,19 +98,20 @@ def _connect(path: Path) -> sqlite3.Connection:
 assert tuple(f.name for f in fields(AdRequest)) == COLUMNS, "_row_to_record passes the columns by position"
 
 
-def _row_to_record(row: tuple[object, ...]) -> AdRequest:
-    """Positionally, without a dict of names: every inline VAST fetch reads one."""
-    return AdRequest(uuid_from_int(int(str(row[0]), 16)), *row[1:])  # type: ignore[arg-type]
+def _row_to_record(ident: uuid.UUID, row: tuple[object, ...]) -> AdRequest:
+    """Positionally, without a dict of names, with the id the row was looked up by: every inline VAST
+    fetch reads one."""
+    return AdRequest(ident, *row[1:])  # type: ignore[arg-type]
 
 
 def _read_current(conn: sqlite3.Connection, batch: Batch) -> list[uuid.UUID]:
     """The named ad requests' state, and the expired ones to settle (added to the state): their ids."""
     ids = batch.named_ids()
     for i in range(0, len(ids), CHUNK):
-        chunk = ids[i : i + CHUNK]
-        query = STATE.format(marks=", ".join("?" * len(chunk)))
-        for row in conn.execute(query, [u.hex for u in chunk]):
-            batch.current[uuid_from_int(int(row[0], 16))] = current_of(row[1:])
+        by_hex = {u.hex: u for u in ids[i : i + CHUNK]}
+        query = STATE.format(marks=", ".join("?" * len(by_hex)))
+        for row in conn.execute(query, list(by_hex)):
+            batch.current[by_hex[row[0]]] = current_of(row[1:])
     due = batch.due()
     if due is None:
         return []
@@ -149,14 +152,20 @@ def _apply(conn: sqlite3.Connection, batch: Batch) -> None:
         conn.executemany(WRITE_COUNTERS, writes)
     if batch.admitted:
         conn.executemany(INSERT, [(r.id.hex, *issue_values(r, c)[1:]) for r, c in batch.admitted])
-    if batch.changes:
+    changes = batch.row_changes()
+    if changes:
+        repeated: list[tuple[object, ...]] = []
         fired: list[tuple[object, ...]] = []
         settled: list[tuple[object, ...]] = []
-        for ident, change in batch.changes.items():
-            if change.settle_reason is None:
+        for ident, change in changes:
+            if change.settle_reason is not None:
+                settled.append((*change_values(change), ident.hex))
+            elif change.set_times:
                 fired.append((*change_values(change, settlement=False), ident.hex))
             else:
-                settled.append((*change_values(change), ident.hex))
+                repeated.append((change.duplicates, change.late, ident.hex))
+        if repeated:
+            conn.executemany(UPDATE_COUNTERS, repeated)
         if fired:
             conn.executemany(UPDATE_FIRES, fired)
         if settled:
@@ -190,7 +199,7 @@ class SqliteLedgerStore:
     async def get(self, ad_request_id: uuid.UUID) -> AdRequest | None:
         assert self._reader is not None, "store not started"
         row = self._reader.execute(SELECT, (ad_request_id.hex,)).fetchone()
-        return _row_to_record(row) if row else None
+        return _row_to_record(ad_request_id, row) if row else None
 
     async def get_many(self, ids: Sequence[uuid.UUID]) -> list[AdRequest | None]:
         return [await self.get(ident) for ident in ids]

@@ -269,6 +269,10 @@ class Batch:
             rows.setdefault(key, [0, 0])[0] += 1
         return [(*key, requests, fills) for key, (requests, fills) in sorted(rows.items())]
 
+    def row_changes(self) -> list[tuple[uuid.UUID, RowChange]]:
+        """The ad requests whose row this batch changes, with the change."""
+        return [(ident, change) for ident, change in self.changes.items() if change.writes]
+
     # -- the answers -------------------------------------------------------------------------------------
 
     def _snapshots(self, keys: Sequence[str] | set[str]) -> dict[str, Snapshot]:
