@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from xml.sax.saxutils import escape
 
 import httpx
 import pytest
@@ -945,28 +946,31 @@ def test_a_renamed_creative_shows_its_new_title_in_the_inline_vast_of_an_issued_
 ) -> None:
     """The inline VAST renders each creative once per catalog snapshot: a change must reach it anyway."""
     assert live.keys
+    player = {"Ssp-Key": live.keys.production}
     assert post(http, live, "/api/v1/venues", {"venue_id": "vast-title", "name": "V", "timezone": "UTC"})
     campaign = post(
         http, live, "/api/v1/campaigns", {**CAMPAIGN, "name": "title", "venue_ids": ["vast-title"]}
     )
-    campaign_id = campaign.json()["id"]
-    creative = post(
-        http, live, f"/api/v1/campaigns/{campaign_id}/creatives", {**CREATIVE, "name": "Old"}
-    ).json()
+    post(http, live, f"/api/v1/campaigns/{campaign.json()['id']}/creatives", {**CREATIVE, "name": "Old"})
     issued = http.post(
         f"{live.url}/api/v1/ad/request",
-        headers={"Ssp-Key": live.keys.production},
+        headers=player,
         json={"venue_id": "vast-title", "play_time": play_time()},
     )
     assert issued.status_code == 200, issued.text
     ad_request_uuid = issued.json()["data"]["ad_request_uuid"]
+    # Other tests' campaigns may fill this venue too: rename whichever creative the decision chose.
+    record = http.get(f"{live.url}/api/v1/ad/request/{ad_request_uuid}", headers=player).json()["data"]
+    campaign_id, creative_id = record["campaign_id"], record["creative_id"]
+    creatives = get(http, live, f"/api/v1/campaigns/{campaign_id}").json()["creatives"]
+    (name,) = [c["name"] for c in creatives if c["id"] == creative_id]
 
     def title() -> str:
         vast = http.get(f"{live.url}/api/v1/ad/vast/{ad_request_uuid}")
         assert vast.status_code == 200, vast.text
         return vast.text.split("<AdTitle>", 1)[1].split("</AdTitle>", 1)[0]
 
-    assert title() == "Old"
-    path = f"/api/v1/campaigns/{campaign_id}/creatives/{creative['id']}"
-    assert patch(http, live, path, {"name": "New & improved"}).status_code == 200
-    assert eventually(lambda: title() == "New &amp; improved")
+    assert title() == escape(name)
+    path = f"/api/v1/campaigns/{campaign_id}/creatives/{creative_id}"
+    assert patch(http, live, path, {"name": f"{name} & renamed"}).status_code == 200
+    assert eventually(lambda: title() == escape(f"{name} & renamed"))
