@@ -32,6 +32,8 @@ class Side(msgspec.Struct):
     """Pixel answers over all rounds by result: counted (first fires), duplicate, echo."""
     bytes_per_response: float
     rounds: list[WrkResult]
+    cpu_busy: float = 0.0
+    """Median over rounds of the share of the machine's CPU time busy during the run."""
 
     @classmethod
     def of(cls, rounds: list[WrkResult]) -> Side:
@@ -45,6 +47,7 @@ class Side(msgspec.Struct):
             results=_sum(r.results for r in rounds),
             bytes_per_response=sum(r.bytes for r in rounds) / requests if requests else 0.0,
             rounds=rounds,
+            cpu_busy=statistics.median(r.cpu_busy for r in rounds),
         )
 
     @property

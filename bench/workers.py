@@ -360,14 +360,15 @@ def _beats(row: WorkersRow) -> str:
 def table(rows: list[WorkersRow]) -> str:
     lines = [
         "| scenario | backend | 1 worker req/s | 2 workers req/s | speedup | 2 beat 1 "
-        "| 1 worker p50 / p99 µs | 2 workers p50 / p99 µs |",
-        "|---|---|---:|---:|---:|---|---:|---:|",
+        "| 1 worker p50 / p99 µs | 2 workers p50 / p99 µs | machine CPU busy, 1 / 2 workers |",
+        "|---|---|---:|---:|---:|---|---:|---:|---:|",
     ]
     for r in rows:
         one, two = r.one_worker, r.two_workers
         lines.append(
             f"| {r.scenario} | {r.backend} | {_n(one.rps)} | {_n(two.rps)} | {r.speedup:.2f} | {_beats(r)} | "
-            f"{_n(one.p50_us)} / {_n(one.p99_us)} | {_n(two.p50_us)} / {_n(two.p99_us)} |"
+            f"{_n(one.p50_us)} / {_n(one.p99_us)} | {_n(two.p50_us)} / {_n(two.p99_us)} | "
+            f"{one.cpu_busy:.0%} / {two.cpu_busy:.0%} |"
         )
     return "\n".join(lines)
 
@@ -392,8 +393,10 @@ def markdown(result: WorkersReport) -> str:
         "or its own PostgreSQL schemas) set up through the CLI. For each scenario wrk drives them in turn "
         "(1 worker, 2 workers, 1 worker ...) as fast as its connections go; the idle one meanwhile runs "
         "only its expiry sweep and catalog poll. speedup = req/s with 2 workers / req/s with 1 worker "
-        "(medians over rounds); p50/p99 are each server's medians. Pixel scenarios fire on ad requests "
-        "each server issued itself.",
+        "(medians over rounds); p50/p99 are each server's medians. Machine CPU busy is the share of all "
+        "CPUs' time that was busy (not idle) during the run, from /proc/stat, wrk included: when one worker "
+        "already keeps it near 100%, a second worker can only take CPU from the first, its writer and wrk. "
+        "Pixel scenarios fire on ad requests each server issued itself.",
         "",
     ]
     out += ["Backends: " + "; ".join(f"{n}: {s}" for n, s in result.backends.items()) + ".", ""]

@@ -36,11 +36,26 @@ class WrkResult(msgspec.Struct, frozen=True):
     """Answers by status; only with the tally on (--tally), which costs client CPU."""
     results: dict[str, int] = msgspec.field(default_factory=dict)
     """Pixel answers by their `result` ("counted", "duplicate", "echo"); only with the tally on."""
+    cpu_busy: float = 0.0
+    """The share of the machine's CPU time (all CPUs) that was busy during the run, from /proc/stat; 0 where
+    there is no /proc. Near 1 means server and wrk together used every CPU: no room for another worker."""
 
     @property
     def error_count(self) -> int:
         """Answers outside 2xx plus connect, read, write errors and timeouts."""
         return self.non2xx + sum(self.socket_errors.values())
+
+
+def cpu_times() -> tuple[int, int]:
+    """(busy, all) CPU ticks of the whole machine since boot, from /proc/stat's first line; (0, 0) without it.
+    Busy is everything but idle and iowait."""
+    try:
+        with open("/proc/stat") as stat:
+            ticks = [int(t) for t in stat.readline().split()[1:]]
+    except OSError:
+        return 0, 0
+    total = sum(ticks[:8])  # user nice system idle iowait irq softirq steal (guest time is inside user)
+    return total - ticks[3] - ticks[4], total
 
 
 def wrk_binary() -> str | None:
@@ -81,15 +96,19 @@ def run_wrk(
         "--",
         *(f"{k}={v}" for k, v in args.items()),
     ]
+    busy, total = cpu_times()
     try:
         out = subprocess.run(
             command, capture_output=True, text=True, timeout=duration_s + timeout_s + 30, check=False
         )
     except subprocess.TimeoutExpired as exc:
         raise WrkError(f"wrk did not finish in time: {' '.join(command)}") from exc
+    busy_after, total_after = cpu_times()
+    share = (busy_after - busy) / (total_after - total) if total_after > total else 0.0
     for line in out.stdout.splitlines():
         if line.startswith(RESULT_PREFIX):
-            return msgspec.json.decode(line[len(RESULT_PREFIX) :], type=WrkResult)
+            result = msgspec.json.decode(line[len(RESULT_PREFIX) :], type=WrkResult)
+            return msgspec.structs.replace(result, cpu_busy=round(share, 4))
     raise WrkError(
         f"wrk printed no result line (exit {out.returncode}): {' '.join(command)}\n"
         f"stdout: {out.stdout[-2000:]}\nstderr: {out.stderr[-2000:]}"

@@ -51,6 +51,7 @@ def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
         assert 0 < stats["p50_us"] <= stats["p99_us"]
         assert stats["errors"] == 0
         assert len(stats["rounds"]) == 1
+        assert 0 < stats["cpu_busy"] <= 1, "the machine's busy share during the run, from /proc/stat"
     assert set(row["proof_of_play"]) == {"1 worker", "2 workers"}
     for fires in row["proof_of_play"].values():
         assert fires["counted"] > 0, fires

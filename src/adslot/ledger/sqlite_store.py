@@ -9,12 +9,19 @@ before the batch's requests are answered.
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
+from types import TracebackType
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows has no flock; SQLite's busy handler alone serializes there
+    fcntl = None  # type: ignore[assignment]
 
 from adslot.ids import uuid_from_int
 from adslot.ledger.records import COLUMNS, ISSUE_COLUMNS, AdRequest, Operation, Verdict
@@ -177,14 +184,47 @@ def _apply(conn: sqlite3.Connection, batch: Batch) -> None:
         conn.execute(STATS.format(values=values), [v for row in rows for v in row])
 
 
+class WriteTurn:
+    """Hands SQLite's write lock from one worker's writer to the next the moment it is free.
+
+    With several workers, each one's writer takes BEGIN IMMEDIATE on the same file. SQLite's busy handler
+    waits for a held lock by sleeping and retrying, up to 100 ms a sleep, so a writer that finds the lock
+    taken often sleeps on long after it is released (measured: p99 of 85-476 ms with 2 workers). An
+    exclusive flock on a file beside the database queues the writers in the kernel instead, which wakes the
+    next one at the release; SQLite's own lock is then free when it asks for it. Writers outside the ledger
+    (the management API's rare writes) still meet only SQLite's lock and busy handler.
+    """
+
+    def __init__(self, database: Path) -> None:
+        self.path = database.with_name(database.name + ".write-turn")
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600) if fcntl is not None else -1
+
+    def __enter__(self) -> None:
+        if self._fd >= 0:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        if self._fd >= 0:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
 class SqliteLedgerStore:
     def __init__(self, path: Path) -> None:
         self._path = path
         self._reader: sqlite3.Connection | None = None
         self._writer: sqlite3.Connection | None = None
+        self._turn: WriteTurn | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="adslot-sqlite-writer")
 
     async def start(self) -> None:
+        self._turn = WriteTurn(self._path)
         self._reader = _connect(self._path)
         self._writer = await asyncio.get_running_loop().run_in_executor(self._executor, _connect, self._path)
 
@@ -194,7 +234,10 @@ class SqliteLedgerStore:
         self._executor.shutdown(wait=True)
         if self._reader is not None:
             self._reader.close()
+        if self._turn is not None:
+            self._turn.close()
         self._reader = self._writer = None
+        self._turn = None
 
     async def get(self, ad_request_id: uuid.UUID) -> AdRequest | None:
         assert self._reader is not None, "store not started"
@@ -212,14 +255,15 @@ class SqliteLedgerStore:
     def apply_blocking(self, operations: Sequence[Operation]) -> list[Verdict]:
         """apply() without the thread hop, for a caller with nothing else to do meanwhile (the writer
         process); only while no apply() runs, since both use the one write connection."""
-        conn = self._writer
-        assert conn is not None, "store not started"
+        conn, turn = self._writer, self._turn
+        assert conn is not None and turn is not None, "store not started"
         batch = Batch.of(operations)
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            _apply(conn, batch)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        with turn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                _apply(conn, batch)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
         return batch.verdicts()

@@ -1,0 +1,65 @@
+"""SQLite writers take turns through a kernel lock, so the next one starts the moment a write ends."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+from adslot.environment import prepare_database
+from adslot.ledger.records import Issue
+from adslot.ledger.sqlite_store import SqliteLedgerStore, WriteTurn
+from adslot.storage.database import sqlite_path
+from tests.conftest import free_port, make_settings
+from tests.ledger.stores import record
+
+HELD_SECONDS = 0.3
+
+
+def _database(tmp_path: Path) -> Path:
+    settings, _ = make_settings(tmp_path, "sqlite", free_port())
+    env = settings.environment("production")
+    prepare_database(env)
+    return sqlite_path(env.database_url)
+
+
+def test_a_writer_waits_for_another_writers_turn_and_goes_as_soon_as_it_ends(tmp_path: Path) -> None:
+    """Another worker's writer holds the turn: this store's batch waits for it, not for SQLite's busy
+    handler (SQLite's own lock is free throughout), and commits right after the turn is released."""
+    path = _database(tmp_path)
+    other = WriteTurn(path)
+    store = SqliteLedgerStore(path)
+    asyncio.run(store.start())
+    try:
+        finished: list[float] = []
+        issue = Issue(record())
+
+        def write() -> None:
+            store.apply_blocking([issue])
+            finished.append(time.monotonic())
+
+        with other:
+            writer = threading.Thread(target=write)
+            writer.start()
+            time.sleep(HELD_SECONDS)
+            assert not finished, "the batch was written while another writer held the turn"
+            released = time.monotonic()
+        writer.join(timeout=30)
+        assert finished, "the batch was never written after the turn was released"
+        assert finished[0] - released < 5.0
+        assert asyncio.run(store.get(issue.record.id)) is not None
+    finally:
+        other.close()
+        asyncio.run(store.close())
+
+
+def test_the_turn_is_a_file_beside_the_database_and_every_store_shares_it(tmp_path: Path) -> None:
+    path = _database(tmp_path)
+    first, second = WriteTurn(path), WriteTurn(path)
+    try:
+        assert first.path == second.path == path.with_name(path.name + ".write-turn")
+        assert first.path.exists()
+    finally:
+        first.close()
+        second.close()
