@@ -17,6 +17,9 @@ import msgspec
 from bench.scenarios import HALF_LOAD_P99_OVER_P50, Scenario
 from bench.wrk import WrkResult
 
+GROWTH_SPREAD = 0.10
+"""The growth target: adslot's rates at every stored size within 10% of each other."""
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -112,6 +115,8 @@ class Config(msgspec.Struct):
     postgres_url: str | None
     adslot_env: dict[str, str]
     tally: bool
+    preload: list[int] = msgspec.field(default_factory=lambda: [0])
+    """Stored ad requests loaded before the runs, one adslot server per size (side by side when several)."""
 
 
 class Report(msgspec.Struct):
@@ -306,6 +311,29 @@ def table(rows: list[Row]) -> str:
             f"{_n(row.adslot.p50_us)} | {_n(row.adslot.p99_us)} | {row.target} | {_met(row)} |"
         )
     return "\n".join(lines)
+
+
+def growth_notes(rows: list[Row], sizes: tuple[int, ...]) -> list[str]:
+    """With several preloaded sizes side by side: per backend and scenario, adslot's rate at each size and
+    the spread, (fastest - slowest) / fastest, which the growth target holds within 10%."""
+    if len(sizes) < 2:
+        return []
+    out = []
+    groups: dict[tuple[str, str], list[Row]] = {}
+    for row in rows:
+        if row.kind == "max" and ", " in row.backend:
+            groups.setdefault((row.backend.split(", ")[0], row.scenario), []).append(row)
+    for (backend, scenario), group in groups.items():
+        rates = [r.adslot.rps for r in group]
+        spread = (max(rates) - min(rates)) / max(rates) if max(rates) else 0.0
+        each = " / ".join(f"{r.adslot.rps:,.0f}" for r in group)
+        stored = " / ".join(f"{n:,}" for n in sizes)
+        verdict = "within" if spread <= GROWTH_SPREAD else "NOT within"
+        out.append(
+            f"Growth, {backend} {scenario}: {each} req/s with {stored} stored ad requests, measured side by "
+            f"side; spread {spread:.1%}, {verdict} {GROWTH_SPREAD:.0%}."
+        )
+    return out
 
 
 def markdown(report: Report) -> str:

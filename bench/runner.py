@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 from types import FrameType
 
-from adslot.settings import load_settings
+from adslot.settings import EnvironmentSettings, load_settings
 from bench import growth, report
 from bench.postgres import drop_schemas, fresh_schemas, redacted, unreachable_reason
 from bench.report import Config, Row
@@ -28,6 +28,7 @@ from bench.scenarios import SCENARIOS, Scenario, select
 from bench.servers import (
     SCREEN_ID,
     VENUE_ID,
+    Launch,
     Server,
     adslot_command,
     adslot_env,
@@ -63,6 +64,17 @@ def parse_env_pair(raw: str) -> tuple[str, str]:
     return name, value
 
 
+def parse_sizes(raw: str) -> tuple[int, ...]:
+    """`N` or `N,N,...`: distinct non-negative row counts, in the order given."""
+    try:
+        sizes = tuple(int(part.replace("_", "")) for part in raw.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected N or N,N,... (row counts)") from None
+    if any(n < 0 for n in sizes) or len(set(sizes)) != len(sizes):
+        raise argparse.ArgumentTypeError("row counts must be distinct and at least 0")
+    return sizes
+
+
 @dataclass(frozen=True)
 class Options:
     duration: int
@@ -78,7 +90,8 @@ class Options:
     adslot_env: dict[str, str]
     out: Path
     tally: bool
-    preload: int = 0
+    preload: tuple[int, ...] = (0,)
+    """Stored ad requests to bulk-load first; several sizes run side by side, one adslot server each."""
 
 
 def parse_args(argv: list[str]) -> Options:
@@ -120,10 +133,11 @@ def parse_args(argv: list[str]) -> Options:
     )
     p.add_argument(
         "--preload",
-        type=int,
-        default=0,
-        metavar="N",
-        help="bulk-load N played ad requests with their events before adslot starts (growth runs)",
+        type=parse_sizes,
+        default=(0,),
+        metavar="N[,N...]",
+        help="bulk-load N played ad requests with their events before adslot starts; several sizes "
+        "(e.g. 0,1000000,10000000) run one adslot each, all interleaved with the bare app (growth runs)",
     )
     p.add_argument("--out", type=Path, default=RESULTS, help="where latest.json and latest.md go")
     p.add_argument("--quick", action="store_true", help="smoke run: 2 s runs, 1 round, 500 uuids")
@@ -172,6 +186,16 @@ Records = Callable[[], dict[str, int]]
 """Reads adslot's Proof-of-Play totals (counted, duplicate, late) over the benchmark's ad requests."""
 
 
+@dataclass(frozen=True)
+class Subject:
+    """An adslot server measured against the bare app: its target's name, its rows' backend label, and how
+    to read its Proof-of-Play totals (pixel scenarios)."""
+
+    target: str
+    label: str
+    records: Records | None
+
+
 def pop_delta(before: dict[str, int] | None, after: dict[str, int] | None) -> dict[str, int] | None:
     if before is None or after is None:
         return None
@@ -218,28 +242,38 @@ class Bench:
             script_args={**target.script_args, **scenario.args, **extra},
         )
 
-    def scenario(
-        self, backend: str, targets: list[Target], scenario: Scenario, records: Records | None
-    ) -> None:
-        """Max-rate rounds, then (for the latency scenarios) calibrated rounds at about half that rate."""
-        before = records() if records else None
+    def scenario(self, targets: list[Target], scenario: Scenario, adslots: list[Subject]) -> None:
+        """Max-rate rounds, then (for the latency scenarios) calibrated rounds at about half that rate; one
+        row per adslot server, each against the same bare app's runs."""
+        before = [subject.records() if subject.records else None for subject in adslots]
         measured = self.run(targets, scenario)
-        row = report.max_row(scenario, backend, measured["bare"], measured["adslot"])
-        row.proof_of_play = pop_delta(before, records() if records else None)
-        self.rows.append(row)
-        print(f"  {scenario.name}: ratio {row.ratio:.2f} (target {row.target})", flush=True)
+        for subject, was in zip(adslots, before, strict=True):
+            row = report.max_row(scenario, subject.label, measured["bare"], measured[subject.target])
+            row.proof_of_play = pop_delta(was, subject.records() if subject.records else None)
+            self.rows.append(row)
+            print(
+                f"  {subject.label} {scenario.name}: ratio {row.ratio:.2f} (target {row.target})", flush=True
+            )
         if scenario.half_load and self.args.half_load:
             rates = {name: 0.5 * report.Side.of(results).rps for name, results in measured.items()}
             if min(rates.values()) <= 0:
-                self.notes.append(f"{backend} {scenario.name}: no half-load run, a server reached 0 req/s")
+                self.notes.append(f"{scenario.name}: no half-load run, a server reached 0 req/s")
                 return
             delay = {t.name: self.calibrate(t, scenario, rates[t.name]) for t in targets}
-            before = records() if records else None
+            before = [subject.records() if subject.records else None for subject in adslots]
             paced = self.run(targets, scenario, delay)
-            half = report.half_load_row(scenario, backend, paced["bare"], paced["adslot"], rates, delay)
-            half.proof_of_play = pop_delta(before, records() if records else None)
-            self.rows.append(half)
-            print(f"  {scenario.name} @ half load: adslot p99/p50 {half.ratio:.1f}", flush=True)
+            for subject, was in zip(adslots, before, strict=True):
+                half = report.half_load_row(
+                    scenario,
+                    subject.label,
+                    paced["bare"],
+                    paced[subject.target],
+                    {"bare": rates["bare"], "adslot": rates[subject.target]},
+                    {"bare": delay["bare"], "adslot": delay[subject.target]},
+                )
+                half.proof_of_play = pop_delta(was, subject.records() if subject.records else None)
+                self.rows.append(half)
+                print(f"  {subject.label} {scenario.name} @ half load: adslot p99/p50 {half.ratio:.1f}")
 
     def calibrate(self, target: Target, scenario: Scenario, rate: float) -> float:
         """The per-connection delay (ms) that paces `target` at about `rate` req/s.
@@ -257,62 +291,111 @@ class Bench:
 
     def backend(self, backend: str, postgres_url: str | None, work: Path) -> None:
         work.mkdir(parents=True)
-        schemas = fresh_schemas() if postgres_url else None
+        sizes = self.args.preload
+        side_by_side = len(sizes) > 1
+        schemas = {size: fresh_schemas() if postgres_url else None for size in sizes}
         workers = self.args.workers
 
-        def adslot_launch(port: int) -> tuple[list[str], dict[str, str]]:
-            env = adslot_env(
-                work / "data", port, postgres_url=postgres_url, schemas=schemas, extra=self.args.adslot_env
-            )
-            return adslot_command(port, workers), env
+        def adslot_launch(size: int) -> Launch:
+            data = work / (f"data-{size}" if side_by_side else "data")
+
+            def launch(port: int) -> tuple[list[str], dict[str, str]]:
+                env = adslot_env(
+                    data, port, postgres_url=postgres_url, schemas=schemas[size], extra=self.args.adslot_env
+                )
+                return adslot_command(port, workers), env
+
+            return launch
 
         def bare_launch(port: int) -> tuple[list[str], dict[str, str]]:
             return bare_command(port, workers), bare_env(port)
 
-        where = f"schemas {schemas[0]}, {schemas[1]}" if schemas else f"{work / 'data'}"
-        print(f"[{backend}] production set up through the CLI ({where})", flush=True)
+        names = {size: f"adslot@{size:,}" if side_by_side else "adslot" for size in sizes}
+        labels = {size: f"{backend}, {size:,} stored" if side_by_side else backend for size in sizes}
         try:
-            key = setup_production(adslot_launch(free_port())[1])
-            if self.args.preload:
-                env = load_settings(adslot_launch(free_port())[1]).environment("production")
-                took = growth.load(env, self.args.preload, account_id=1, campaign_id=1, creative_id=1)
-                # The loader writes without fsync: flush its gigabytes now, or the kernel writes them back
-                # during the measured runs and slows both servers (the bare app by a third, at 10 million).
-                started = time.monotonic()
-                os.sync()
-                flushed = time.monotonic() - started
-                note = (
-                    f"{backend}: {self.args.preload:,} ad requests with events preloaded in {took:.0f} s, "
-                    f"then flushed to disk (sync) in {flushed:.0f} s before the runs"
-                )
-                print(f"[{note}]", flush=True)
-                self.notes.append(note)
+            keys: dict[int, str] = {}
+            for size in sizes:
+                launch = adslot_launch(size)
+                env = launch(free_port())[1]
+                keys[size] = setup_production(env)
+                print(f"[{labels[size]}] production set up through the CLI", flush=True)
+                if size:
+                    self.preload(labels[size], load_settings(env).environment("production"), size)
             with ExitStack() as stack:
-                adslot = stack.enter_context(running("adslot", adslot_launch, work / "adslot.log", key))
-                bare = stack.enter_context(running("bare", bare_launch, work / "bare.log", key))
-                print(f"[{backend}] adslot on {adslot.url}, bare app on {bare.url}, {workers} worker(s) each")
-                uuids: dict[str, list[str]] = {}
-                for name in sorted({s.uuid_set for s in self.args.scenarios}):
-                    uuids[name] = issue_ad_requests(adslot.url, key, self.args.uuids)
-                    (work / f"uuids-{name}.txt").write_text("\n".join(uuids[name]) + "\n")
-                    print(f"[{backend}] {self.args.uuids:,} real ad requests issued for the {name} uuid list")
+                adslots = {
+                    size: stack.enter_context(
+                        running(names[size], adslot_launch(size), work / f"{names[size]}.log", keys[size])
+                    )
+                    for size in sizes
+                }
+                bare = stack.enter_context(running("bare", bare_launch, work / "bare.log", keys[sizes[0]]))
+                servers = ", ".join(f"{names[size]} on {adslots[size].url}" for size in sizes)
+                print(f"[{backend}] {servers}, bare app on {bare.url}, {workers} worker(s) each", flush=True)
+                uuids: dict[tuple[int, str], list[str]] = {}
+                for uuid_set in sorted({s.uuid_set for s in self.args.scenarios}):
+                    for size in sizes:
+                        issued = issue_ad_requests(adslots[size].url, keys[size], self.args.uuids)
+                        uuids[size, uuid_set] = issued
+                        (work / f"uuids-{size}-{uuid_set}.txt").write_text("\n".join(issued) + "\n")
+                    print(
+                        f"[{backend}] {self.args.uuids:,} real ad requests per server, {uuid_set} uuid list"
+                    )
                 common = {"venue": VENUE_ID, "screen": SCREEN_ID}
-                targets = [
-                    Target("bare", bare, {**common, "key": "unused"}),
-                    Target("adslot", adslot, {**common, "key": key}),
+                targets = [Target("bare", bare, {**common, "key": "unused"})] + [
+                    Target(names[size], adslots[size], {**common, "key": keys[size]}) for size in sizes
                 ]
-                warm = SCENARIOS[0]
                 for target in targets:
-                    self.wrk_run(target, warm, self.args.warmup, {})
+                    self.wrk_run(target, SCENARIOS[0], self.args.warmup, {})
+                # Whose uuid list each target fires on: its own; the bare app (it answers any) the first's.
+                uuid_source = {"bare": sizes[0]} | {names[size]: size for size in sizes}
                 for scenario in self.args.scenarios:
-                    uuid_file = {"uuids": str(work / f"uuids-{scenario.uuid_set}.txt")}
-                    with_uuids = [Target(t.name, t.server, {**t.script_args, **uuid_file}) for t in targets]
-                    records = partial(proof_of_play_totals, adslot.url, key, uuids[scenario.uuid_set])
-                    self.scenario(backend, with_uuids, scenario, records if scenario.pixels else None)
+                    with_uuids = [
+                        Target(
+                            t.name,
+                            t.server,
+                            {
+                                **t.script_args,
+                                "uuids": str(work / f"uuids-{uuid_source[t.name]}-{scenario.uuid_set}.txt"),
+                            },
+                        )
+                        for t in targets
+                    ]
+                    subjects = [
+                        Subject(
+                            names[size],
+                            labels[size],
+                            partial(
+                                proof_of_play_totals,
+                                adslots[size].url,
+                                keys[size],
+                                uuids[size, scenario.uuid_set],
+                            )
+                            if scenario.pixels
+                            else None,
+                        )
+                        for size in sizes
+                    ]
+                    self.scenario(with_uuids, scenario, subjects)
         finally:
-            if postgres_url and schemas:
-                drop_schemas(postgres_url, schemas)
-                print(f"[{backend}] dropped schemas {', '.join(schemas)}")
+            if postgres_url:
+                for pair in schemas.values():
+                    if pair:
+                        drop_schemas(postgres_url, pair)
+                        print(f"[{backend}] dropped schemas {', '.join(pair)}")
+
+    def preload(self, label: str, env: EnvironmentSettings, size: int) -> None:
+        took = growth.load(env, size, account_id=1, campaign_id=1, creative_id=1)
+        # The loader writes without fsync: flush its gigabytes now, or the kernel writes them back during the
+        # measured runs and slows every server (the bare app by a third, at 10 million).
+        started = time.monotonic()
+        os.sync()
+        flushed = time.monotonic() - started
+        note = (
+            f"{label}: {size:,} ad requests with events preloaded in {took:.0f} s, "
+            f"then flushed to disk (sync) in {flushed:.0f} s before the runs"
+        )
+        print(f"[{note}]", flush=True)
+        self.notes.append(note)
 
 
 def exit_on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -380,6 +463,7 @@ def main(argv: list[str] | None = None) -> int:
         postgres_url=redacted(args.postgres),
         adslot_env=args.adslot_env,
         tally=args.tally,
+        preload=list(args.preload),
     )
     backends, plan = backend_plan(args.postgres)
     bench = Bench(args, wrk)
@@ -388,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     report.finish(machine)
-    bench.notes[:0] = report.notes(bench.rows)
+    bench.notes[:0] = report.notes(bench.rows) + report.growth_notes(bench.rows, args.preload)
     if machine.loadavg_start and machine.loadavg_start[0] > 0.5 * machine.nproc:
         bench.notes.append(
             f"The machine was busy at the start (load average {machine.loadavg_start[0]} on "

@@ -6,6 +6,7 @@ benchmark's own report, not to a pass/fail test on a shared machine.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bench.runner import parse_sizes
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,3 +61,36 @@ def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
     fires = rows[("impression", "max")]["proof_of_play"]
     assert fires["counted"] > 0 and fires["counted"] + fires["duplicate"] > 0, fires
     assert rows[("impression", "half_load")]["target_rps"]["adslot"] > 0
+
+
+@pytest.mark.timeout(600)
+def test_several_preload_sizes_run_side_by_side_with_one_row_each_and_a_growth_note(tmp_path: Path) -> None:
+    require_wrk()
+    command = [
+        *(sys.executable, "-m", "bench", "--quick", "--no-postgres", "--no-half-load"),
+        *("--scenarios", "tracking", "--preload", "0,3000", "--out", str(tmp_path)),
+    ]
+    out = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=540, check=False)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    report = json.loads((tmp_path / "latest.json").read_text())
+    assert report["config"]["preload"] == [0, 3000]
+    rows = report["rows"]
+    assert [row["backend"] for row in rows] == ["sqlite, 0 stored", "sqlite, 3,000 stored"]
+    assert rows[0]["bare"] == rows[1]["bare"], "both sizes are measured against the same bare app runs"
+    for row in rows:
+        assert row["flags"] == [] and row["adslot"]["rps"] > 0
+        assert row["proof_of_play"]["counted"] > 0, "each server fires on its own real ad requests"
+    (growth,) = [note for note in report["notes"] if note.startswith("Growth, sqlite tracking:")]
+    assert "with 0 / 3,000 stored ad requests, measured side by side; spread" in growth
+    assert any(
+        note.startswith("sqlite, 3,000 stored: 3,000 ad requests with events preloaded")
+        for note in report["notes"]
+    )
+
+
+def test_preload_sizes_are_distinct_non_negative_counts() -> None:
+    assert parse_sizes("0,1_000_000,10000000") == (0, 1_000_000, 10_000_000)
+    assert parse_sizes("5") == (5,)
+    for bad in ("", "1,1", "-1", "x", "1,,2"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_sizes(bad)
