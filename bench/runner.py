@@ -385,8 +385,8 @@ class Bench:
 
     def preload(self, label: str, env: EnvironmentSettings, size: int) -> None:
         took = growth.load(env, size, account_id=1, campaign_id=1, creative_id=1)
-        # The loader writes without fsync: flush its gigabytes now, or the kernel writes them back during the
-        # measured runs and slows every server (the bare app by a third, at 10 million).
+        # The loader writes without fsync: flush what the kernel still holds of it now, so that no writeback
+        # of the loaded gigabytes can overlap the measured runs (the note records how long it took).
         started = time.monotonic()
         os.sync()
         flushed = time.monotonic() - started
