@@ -48,10 +48,10 @@ def prepare_database(env: EnvironmentSettings) -> str | None:
 
 
 def make_store(env: EnvironmentSettings, writer: str = "thread") -> LedgerStore:
-    store = store_for(env.database_url, env.database_schema)
     if writer == "process":
-        return ProcessLedgerStore(store, env.database_url, env.database_schema)
-    return store
+        reads = store_for(env.database_url, env.database_schema, writes=False)
+        return ProcessLedgerStore(reads, env.database_url, env.database_schema)
+    return store_for(env.database_url, env.database_schema)
 
 
 class Environment:

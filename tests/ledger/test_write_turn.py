@@ -7,6 +7,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from adslot.environment import prepare_database
 from adslot.ledger.records import Issue
 from adslot.ledger.sqlite_store import SqliteLedgerStore, WriteTurn
@@ -63,3 +65,24 @@ def test_the_turn_is_a_file_beside_the_database_and_every_store_shares_it(tmp_pa
     finally:
         first.close()
         second.close()
+
+
+def test_a_read_only_store_reads_but_opens_no_write_connection_thread_or_turn(tmp_path: Path) -> None:
+    """A worker's read side when its writer process writes: nothing of the write path is opened."""
+    path = _database(tmp_path)
+    writer = SqliteLedgerStore(path)
+    reads = SqliteLedgerStore(path, writes=False)
+    asyncio.run(writer.start())
+    before = threading.active_count()
+    asyncio.run(reads.start())
+    try:
+        issue = Issue(record())
+        writer.apply_blocking([issue])
+        assert asyncio.run(reads.get(issue.record.id)) is not None
+        assert threading.active_count() == before, "a read-only store started a writer thread"
+        with pytest.raises(RuntimeError, match="only reads"):
+            reads.apply_blocking([Issue(record())])
+        assert reads._writer is None and reads._turn is None
+    finally:
+        asyncio.run(reads.close())
+        asyncio.run(writer.close())

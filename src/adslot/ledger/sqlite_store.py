@@ -216,17 +216,22 @@ class WriteTurn:
 
 
 class SqliteLedgerStore:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, writes: bool = True) -> None:
+        """`writes=False` is a worker's read side when its writer process writes: it opens no write
+        connection, writer thread or write turn."""
         self._path = path
+        self._writes = writes
         self._reader: sqlite3.Connection | None = None
         self._writer: sqlite3.Connection | None = None
         self._turn: WriteTurn | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="adslot-sqlite-writer")
 
     async def start(self) -> None:
-        self._turn = WriteTurn(self._path)
         self._reader = _connect(self._path)
-        self._writer = await asyncio.get_running_loop().run_in_executor(self._executor, _connect, self._path)
+        if self._writes:
+            self._turn = WriteTurn(self._path)
+            loop = asyncio.get_running_loop()
+            self._writer = await loop.run_in_executor(self._executor, _connect, self._path)
 
     async def close(self) -> None:
         if self._writer is not None:
@@ -256,6 +261,8 @@ class SqliteLedgerStore:
         """apply() without the thread hop, for a caller with nothing else to do meanwhile (the writer
         process); only while no apply() runs, since both use the one write connection."""
         conn, turn = self._writer, self._turn
+        if not self._writes:
+            raise RuntimeError("this ledger store only reads: its writer process writes")
         assert conn is not None and turn is not None, "store not started"
         batch = Batch.of(operations)
         with turn:

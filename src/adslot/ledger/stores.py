@@ -8,7 +8,9 @@ from adslot.ledger.store import LedgerStore
 from adslot.storage.database import asyncpg_dsn, is_sqlite, sqlite_path
 
 
-def store_for(database_url: str, schema: str | None) -> LedgerStore:
+def store_for(database_url: str, schema: str | None, *, writes: bool = True) -> LedgerStore:
+    """`writes=False`: the store only reads (SQLite then opens no write connection; a PostgreSQL pool
+    serves both)."""
     if is_sqlite(database_url):
-        return SqliteLedgerStore(sqlite_path(database_url))
+        return SqliteLedgerStore(sqlite_path(database_url), writes=writes)
     return PostgresLedgerStore(asyncpg_dsn(database_url), schema)
