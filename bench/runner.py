@@ -195,6 +195,9 @@ class Subject:
     label: str
     records: Records | None
 
+    def totals(self) -> dict[str, int] | None:
+        return self.records() if self.records else None
+
 
 def pop_delta(before: dict[str, int] | None, after: dict[str, int] | None) -> dict[str, int] | None:
     if before is None or after is None:
@@ -245,11 +248,11 @@ class Bench:
     def scenario(self, targets: list[Target], scenario: Scenario, adslots: list[Subject]) -> None:
         """Max-rate rounds, then (for the latency scenarios) calibrated rounds at about half that rate; one
         row per adslot server, each against the same bare app's runs."""
-        before = [subject.records() if subject.records else None for subject in adslots]
+        before = [subject.totals() for subject in adslots]
         measured = self.run(targets, scenario)
         for subject, was in zip(adslots, before, strict=True):
             row = report.max_row(scenario, subject.label, measured["bare"], measured[subject.target])
-            row.proof_of_play = pop_delta(was, subject.records() if subject.records else None)
+            row.proof_of_play = pop_delta(was, subject.totals())
             self.rows.append(row)
             print(
                 f"  {subject.label} {scenario.name}: ratio {row.ratio:.2f} (target {row.target})", flush=True
@@ -260,7 +263,7 @@ class Bench:
                 self.notes.append(f"{scenario.name}: no half-load run, a server reached 0 req/s")
                 return
             delay = {t.name: self.calibrate(t, scenario, rates[t.name]) for t in targets}
-            before = [subject.records() if subject.records else None for subject in adslots]
+            before = [subject.totals() for subject in adslots]
             paced = self.run(targets, scenario, delay)
             for subject, was in zip(adslots, before, strict=True):
                 half = report.half_load_row(
@@ -271,7 +274,7 @@ class Bench:
                     {"bare": rates["bare"], "adslot": rates[subject.target]},
                     {"bare": delay["bare"], "adslot": delay[subject.target]},
                 )
-                half.proof_of_play = pop_delta(was, subject.records() if subject.records else None)
+                half.proof_of_play = pop_delta(was, subject.totals())
                 self.rows.append(half)
                 print(f"  {subject.label} {scenario.name} @ half load: adslot p99/p50 {half.ratio:.1f}")
 

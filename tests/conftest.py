@@ -86,6 +86,19 @@ def make_settings(data_dir: Path, backend: str, port: int, **env: str) -> tuple[
     return load_settings(environ), schemas
 
 
+def migrated_engine(data_dir: Path, backend: str) -> Iterator[sa.Engine]:
+    """An engine on a migrated production database of `backend`, for a module fixture to yield from; its
+    PostgreSQL schemas are dropped afterwards."""
+    settings, schemas = make_settings(data_dir, backend, free_port())
+    env = settings.environment("production")
+    prepare_database(env)
+    engine = make_engine(env)
+    yield engine
+    engine.dispose()
+    if schemas:
+        drop_schemas(schemas)
+
+
 @dataclass
 class Keys:
     sandbox: str

@@ -24,3 +24,7 @@ class ApiError(Exception):
                 "error": {"code": self.code, "message": self.message, "field": self.field},
             }
         )
+
+
+INTERNAL_ERROR = ApiError(500, "internal_error", "an internal error occurred; it has been logged")
+"""The answer to a bug, from the fast lane and from Litestar alike; the traceback goes to the log."""

@@ -8,22 +8,13 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
-from adslot.environment import prepare_database
-from adslot.storage.database import make_engine
 from adslot.storage.tables import ad_requests, request_stats
-from tests.conftest import BACKENDS, drop_schemas, free_port, make_settings
+from tests.conftest import BACKENDS, migrated_engine
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[sa.Engine]:
-    settings, schemas = make_settings(tmp_path_factory.mktemp("reports"), str(request.param), free_port())
-    env = settings.environment("production")
-    prepare_database(env)
-    made = make_engine(env)
-    yield made
-    made.dispose()
-    if schemas:
-        drop_schemas(schemas)
+    yield from migrated_engine(tmp_path_factory.mktemp("reports"), str(request.param))
 
 
 @pytest.fixture

@@ -16,14 +16,13 @@ import sqlalchemy as sa
 
 from adslot.campaigns.repository import create_advertiser
 from adslot.campaigns.schemas import AdvertiserIn
-from adslot.environment import prepare_database
 from adslot.errors import ApiError
 from adslot.inventory.csv_import import import_venues
 from adslot.inventory.repository import add_screen, create_venue
 from adslot.inventory.schemas import ScreenIn, VenueIn
-from adslot.storage.database import conflict_as, is_unique_violation, make_engine
+from adslot.storage.database import conflict_as, is_unique_violation
 from adslot.storage.tables import advertisers, screens, venues
-from tests.conftest import BACKENDS, drop_schemas, free_port, make_settings
+from tests.conftest import BACKENDS, migrated_engine
 
 HOLD_SECONDS = 1.0
 """How long the first transaction stays open: far longer than the create needs to reach its insert."""
@@ -31,14 +30,7 @@ HOLD_SECONDS = 1.0
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[sa.Engine]:
-    settings, schemas = make_settings(tmp_path_factory.mktemp("storage"), str(request.param), free_port())
-    env = settings.environment("production")
-    prepare_database(env)
-    made = make_engine(env)
-    yield made
-    made.dispose()
-    if schemas:
-        drop_schemas(schemas)
+    yield from migrated_engine(tmp_path_factory.mktemp("storage"), str(request.param))
 
 
 def _race(

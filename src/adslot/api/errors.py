@@ -11,7 +11,7 @@ from litestar.exceptions import HTTPException, ValidationException
 
 from adslot.api.adapters import reply_response
 from adslot.api.reply import error_reply
-from adslot.errors import ApiError
+from adslot.errors import INTERNAL_ERROR, ApiError
 
 log = logging.getLogger(__name__)
 _FIELD = re.compile(r"`\$\.([A-Za-z0-9_]+)")
@@ -59,7 +59,7 @@ def http_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Response[byte
 
 def internal_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return to_response(ApiError(500, "internal_error", "an internal error occurred; it has been logged"))
+    return to_response(INTERNAL_ERROR)
 
 
 EXCEPTION_HANDLERS = {

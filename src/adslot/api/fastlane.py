@@ -16,7 +16,7 @@ from adslot.api.ad_request import handle_ad_request
 from adslot.api.proof_of_play import handle_event, handle_inline_vast
 from adslot.api.reply import NO_STORE, Reply, error_reply
 from adslot.environment import Environment
-from adslot.errors import ApiError
+from adslot.errors import INTERNAL_ERROR
 from adslot.vast.urls import QUARTILE_EVENTS
 
 Scope = MutableMapping[str, Any]
@@ -29,7 +29,6 @@ AD_REQUEST_PATHS = frozenset({"/api/v1/ad/request", "/ad/request"})
 CALLBACK_PATHS = frozenset({"/api/v1/ad/callback/", "/api/v1/ad/callback"})
 TRACKING_PATHS = frozenset({"/api/v1/ad/tracking/video/", "/api/v1/ad/tracking/video"})
 VAST_PREFIX = "/api/v1/ad/vast/"
-INTERNAL_ERROR = ApiError(500, "internal_error", "an internal error occurred; it has been logged")
 log = logging.getLogger(__name__)
 
 
