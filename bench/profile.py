@@ -130,7 +130,7 @@ def fold(
     return [(name, count * per_sample_us) for name, count in counts.most_common()]
 
 
-def _cpu_seconds(pid: int) -> tuple[float, float]:
+def process_cpu_seconds(pid: int) -> tuple[float, float]:
     """(user, system) CPU seconds a process has used so far, from /proc/PID/stat."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     tick = os.sysconf("SC_CLK_TCK")
@@ -142,10 +142,10 @@ def cpu_per_request(
 ) -> tuple[WrkResult, list[tuple[str, float, float]]]:
     """One load run: (user µs, system µs) per request for each named process, and for wrk itself (our
     only child that runs and is reaped meanwhile)."""
-    before = {name: _cpu_seconds(pid) for name, pid in pids.items()}
+    before = {name: process_cpu_seconds(pid) for name, pid in pids.items()}
     children = os.times()
     result = load(seconds)
-    after = {name: _cpu_seconds(pid) for name, pid in pids.items()}
+    after = {name: process_cpu_seconds(pid) for name, pid in pids.items()}
     children_after = os.times()
     scale = 1e6 / (result.rps * seconds)
     rows = [
@@ -170,7 +170,7 @@ def _writer_pid(worker_pid: int) -> int | None:
     for pid in map(int, children):
         try:
             command = Path(f"/proc/{pid}/cmdline").read_bytes()
-            used = sum(_cpu_seconds(pid))
+            used = sum(process_cpu_seconds(pid))
         except OSError:
             continue
         if b"adslot.ledger.writer_process" in command and (busiest is None or used > busiest[0]):

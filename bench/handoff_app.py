@@ -1,0 +1,118 @@
+"""The bare app plus adslot's durable hand-off and nothing else: a pixel that waits for a writer process.
+
+Every pixel goes through adslot's own GroupCommitter (two batches in flight, as the ledger runs it) to a
+writer process over a socketpair, in adslot's frame format, and is answered only when its batch's answer
+comes back, exactly as adslot's ledger path does. The writer stores nothing: per batch it spins for
+BENCH_HANDOFF_FIRE_US microseconds per pixel (CPU, standing in for SQL and Proof-of-Play rules) and, with
+BENCH_HANDOFF_FSYNC=1, appends the batch to a file and fdatasyncs it (standing in for the commit). Ad
+requests and the inline VAST are the bare app's, so the benchmark's start-up check passes unchanged.
+
+Run by `python -m bench.handoff` as `uvicorn bench.handoff_app:app`; `python -m bench.handoff_app FD` is
+the writer process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+
+from adslot.ledger.group_commit import GroupCommitter
+from adslot.ledger.wire import read_frame, write_frame
+from bench import bare_app
+from bench.bare_app import CALLBACK_PATHS, TRACKING_PATHS, Receive, Scope, Send
+
+FIRE_US = float(os.environ.get("BENCH_HANDOFF_FIRE_US", "0"))
+FSYNC = os.environ.get("BENCH_HANDOFF_FSYNC") == "1"
+IN_FLIGHT = 2
+"""As adslot's default ADSLOT_BATCHES_IN_FLIGHT."""
+
+
+class Handoff:
+    """The worker's side: batches out as frames, answers back in order (as ProcessLedgerStore does)."""
+
+    def __init__(self) -> None:
+        self._waiting: collections.deque[asyncio.Future[bytes]] = collections.deque()
+        self._writer: asyncio.StreamWriter | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self.committer: GroupCommitter[bytes, bytes] = GroupCommitter(self._apply, 512, IN_FLIGHT)
+
+    async def start(self) -> None:
+        ours, theirs = socket.socketpair()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "bench.handoff_app", str(theirs.fileno())], pass_fds=(theirs.fileno(),)
+        )
+        theirs.close()
+        reader, self._writer = await asyncio.open_connection(sock=ours)
+        asyncio.get_running_loop().create_task(self._answers(reader))
+        self.committer.start()
+
+    async def stop(self) -> None:
+        await self.committer.close()
+        if self._writer is not None:
+            self._writer.close()
+        if self._process is not None:
+            self._process.wait(timeout=30)
+
+    async def _answers(self, reader: asyncio.StreamReader) -> None:
+        while True:
+            frame = await read_frame(reader)
+            self._waiting.popleft().set_result(frame)
+
+    async def _apply(self, pixels: Sequence[bytes]) -> list[bytes]:
+        assert self._writer is not None
+        waiter: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        write_frame(self._writer, b"\n".join(pixels))
+        return (await waiter).split(b"\n")
+
+
+HANDOFF = Handoff()
+PIXEL_PATHS = CALLBACK_PATHS | TRACKING_PATHS
+
+
+async def app(scope: Scope, receive: Receive, send: Send) -> None:
+    if scope["type"] == "lifespan":
+        message = await receive()
+        assert message["type"] == "lifespan.startup"
+        await HANDOFF.start()
+        await send({"type": "lifespan.startup.complete"})
+        await receive()
+        await HANDOFF.stop()
+        return await send({"type": "lifespan.shutdown.complete"})
+    if scope["type"] == "http" and scope["method"] == "GET" and scope["path"] in PIXEL_PATHS:
+        await HANDOFF.committer.submit(scope["query_string"])
+    return await bare_app.app(scope, receive, send)
+
+
+def _spin(seconds: float) -> None:
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        pass
+
+
+async def _serve(fd: int) -> None:
+    reader, writer = await asyncio.open_connection(sock=socket.socket(fileno=fd))
+    with tempfile.TemporaryFile() as log:
+        while True:
+            try:
+                frame = await read_frame(reader)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return
+            _spin(FIRE_US * (frame.count(b"\n") + 1) / 1e6)
+            if FSYNC:
+                log.write(frame)
+                log.flush()
+                os.fdatasync(log.fileno())
+            write_frame(writer, frame)
+            await writer.drain()
+
+
+if __name__ == "__main__":
+    asyncio.run(_serve(int(sys.argv[1])))
