@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.profile import process_cpu_seconds
-from bench.report import machine_facts
-from bench.servers import HOST, Server, bare_command, base_env, running
+from bench.report import finish, machine_facts, machine_lines
+from bench.servers import Server, bare_command, bare_env, running
 from bench.wrk import WrkResult, run_wrk, wrk_binary, wrk_version
 
 UUIDS = 2000
+CONNECTIONS, THREADS = 64, 2
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,9 @@ class Variant:
     fsync: bool = False
 
     def launch(self, port: int) -> tuple[list[str], dict[str, str]]:
-        env = base_env() | {"BENCH_BARE_BASE_URL": f"http://{HOST}:{port}"}
-        command = bare_command(port, 1)
         if self.fire_us is None:
-            return command, env
-        command[command.index("bench.bare_app:app")] = "bench.handoff_app:app"
-        return command, env | {
+            return bare_command(port, 1), bare_env(port)
+        return bare_command(port, 1, "bench.handoff_app:app"), bare_env(port) | {
             "BENCH_HANDOFF_FIRE_US": str(self.fire_us),
             "BENCH_HANDOFF_FSYNC": "1" if self.fsync else "0",
         }
@@ -84,19 +82,24 @@ def _cpu_us(pid: int | None, before: tuple[float, float] | None, requests: float
     return (sum(after) - sum(before)) * 1e6 / requests
 
 
-def measure(wrk: str, server: Server, uuids: Path, duration: int, into: Measured) -> None:
-    writer = _writer_pid(server)
-    worker_before = process_cpu_seconds(server.process.pid)
-    writer_before = process_cpu_seconds(writer) if writer is not None else None
-    result = run_wrk(
+def impressions(wrk: str, server: Server, uuids: Path, duration: int) -> WrkResult:
+    """The benchmark's impression script (it reads only the uuid list), as every row is driven."""
+    return run_wrk(
         wrk,
         server.url,
         "impression.lua",
         duration_s=duration,
-        connections=64,
-        threads=2,
-        script_args={"uuids": str(uuids), "venue": "v", "screen": "s", "key": "k"},
+        connections=CONNECTIONS,
+        threads=THREADS,
+        script_args={"uuids": str(uuids)},
     )
+
+
+def measure(wrk: str, server: Server, uuids: Path, duration: int, into: Measured) -> None:
+    writer = _writer_pid(server)
+    worker_before = process_cpu_seconds(server.process.pid)
+    writer_before = process_cpu_seconds(writer) if writer is not None else None
+    result = impressions(wrk, server, uuids, duration)
     requests = max(result.rps * duration, 1.0)
     into.results.append(result)
     into.worker_us.append(_cpu_us(server.process.pid, worker_before, requests))
@@ -139,8 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         print("wrk not found on PATH: install it (apt-get install wrk)", file=sys.stderr)
         return 2
     given = argv if argv is not None else sys.argv[1:]
-    machine = machine_facts(given, wrk_version(wrk))
-    machine.command = " ".join(["python -m bench.handoff", *given])
+    machine = machine_facts(given, wrk_version(wrk), "python -m bench.handoff")
     variants: list[Variant] = args.variants
     measured = {v.name: Measured([], [], []) for v in variants}
     with tempfile.TemporaryDirectory(prefix="adslot-handoff-") as tmp, ExitStack() as stack:
@@ -152,15 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             for i, v in enumerate(variants)
         ]
         for server in servers:  # warm-up
-            run_wrk(
-                wrk,
-                server.url,
-                "impression.lua",
-                duration_s=1,
-                connections=64,
-                threads=2,
-                script_args={"uuids": str(uuids)},
-            )
+            impressions(wrk, server, uuids, 1)
         for round_ in range(1, args.rounds + 1):
             for variant, server in zip(variants, servers, strict=True):
                 measure(wrk, server, uuids, args.duration, measured[variant.name])
@@ -168,15 +162,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"  round {round_}/{args.rounds} {variant.name:55s} {last.rps:>9,.0f} req/s", flush=True
                 )
+    finish(machine)
     lines = [
         "# The ceiling of a durable pixel: the bare app against itself plus adslot's hand-off",
         "",
-        f"`{machine.command}` on {machine.date}, commit `{machine.git_commit[:12]}`"
-        + (" with uncommitted changes" if machine.git_dirty else "")
-        + ".",
-        f"{machine.nproc} CPUs ({machine.cpu_model}), Python {machine.python}, "
-        f"{machine.wrk.split(' Copyright')[0]}; load average {machine.loadavg_start} at the start. "
-        f"wrk -t2 -c64, {args.duration} s per run, {args.rounds} round(s) interleaved, medians.",
+        *machine_lines(machine),
+        f"wrk -t{THREADS} -c{CONNECTIONS}, {args.duration} s per run, {args.rounds} round(s) interleaved, "
+        "medians.",
         "",
         *table(variants, measured),
         "",

@@ -1,11 +1,11 @@
 """The bare app plus adslot's durable hand-off and nothing else: a pixel that waits for a writer process.
 
-Every pixel goes through adslot's own GroupCommitter (two batches in flight, as the ledger runs it) to a
-writer process over a socketpair, in adslot's frame format, and is answered only when its batch's answer
-comes back, exactly as adslot's ledger path does. The writer stores nothing: per batch it spins for
-BENCH_HANDOFF_FIRE_US microseconds per pixel (CPU, standing in for SQL and Proof-of-Play rules) and, with
-BENCH_HANDOFF_FSYNC=1, appends the batch to a file and fdatasyncs it (standing in for the commit). Ad
-requests and the inline VAST are the bare app's, so the benchmark's start-up check passes unchanged.
+Every pixel goes through adslot's own GroupCommitter, with the ledger's default batch size and batches in
+flight, to a writer process over a socketpair, in adslot's frame format, and is answered only when its
+batch's answer comes back, exactly as adslot's ledger path does. The writer stores nothing: per batch it
+spins for BENCH_HANDOFF_FIRE_US microseconds per pixel (CPU, standing in for SQL and Proof-of-Play rules)
+and, with BENCH_HANDOFF_FSYNC=1, appends the batch to a file and fdatasyncs it (standing in for the
+commit). Ad requests and the inline VAST are the bare app's, so the benchmark's start-up check passes.
 
 Run by `python -m bench.handoff` as `uvicorn bench.handoff_app:app`; `python -m bench.handoff_app FD` is
 the writer process.
@@ -25,13 +25,12 @@ from collections.abc import Sequence
 
 from adslot.ledger.group_commit import GroupCommitter
 from adslot.ledger.wire import read_frame, write_frame
+from adslot.settings import Settings
 from bench import bare_app
 from bench.bare_app import CALLBACK_PATHS, TRACKING_PATHS, Receive, Scope, Send
 
 FIRE_US = float(os.environ.get("BENCH_HANDOFF_FIRE_US", "0"))
 FSYNC = os.environ.get("BENCH_HANDOFF_FSYNC") == "1"
-IN_FLIGHT = 2
-"""As adslot's default ADSLOT_BATCHES_IN_FLIGHT."""
 
 
 class Handoff:
@@ -41,7 +40,9 @@ class Handoff:
         self._waiting: collections.deque[asyncio.Future[bytes]] = collections.deque()
         self._writer: asyncio.StreamWriter | None = None
         self._process: subprocess.Popen[bytes] | None = None
-        self.committer: GroupCommitter[bytes, bytes] = GroupCommitter(self._apply, 512, IN_FLIGHT)
+        self.committer: GroupCommitter[bytes, bytes] = GroupCommitter(
+            self._apply, Settings.batch_max, Settings.batches_in_flight
+        )
 
     async def start(self) -> None:
         ours, theirs = socket.socketpair()

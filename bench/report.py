@@ -255,7 +255,7 @@ def _loadavg() -> list[float]:
         return []
 
 
-def machine_facts(argv: list[str], wrk: str) -> Machine:
+def machine_facts(argv: list[str], wrk: str, program: str = "python -m bench") -> Machine:
     try:
         nproc = len(os.sched_getaffinity(0))
     except AttributeError:
@@ -268,7 +268,7 @@ def machine_facts(argv: list[str], wrk: str) -> Machine:
         python=sys.version.split()[0],
         platform=platform.platform(),
         wrk=wrk,
-        command=" ".join(["python -m bench", *argv]),
+        command=" ".join([program, *argv]),
         date=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         git_commit=_git("rev-parse", "HEAD") or "unknown",
         git_dirty=None if status is None else bool(status),
@@ -336,15 +336,22 @@ def growth_notes(rows: list[Row], sizes: tuple[int, ...]) -> list[str]:
     return out
 
 
-def markdown(report: Report) -> str:
-    m, c = report.machine, report.config
+def machine_lines(m: Machine) -> list[str]:
+    """The command, commit and machine a report was measured with, as every bench report opens."""
     dirty = f" (with uncommitted changes, diff sha256 {m.git_diff_sha256})" if m.git_dirty else ""
-    out = [
-        "# adslot benchmark",
-        "",
+    return [
         f"`{m.command}` on {m.date}, commit `{m.git_commit[:12]}`{dirty}.",
         f"{m.nproc} CPUs ({m.cpu_model}), Python {m.python}, {m.wrk.split(' Copyright')[0]}, {m.platform}; "
         f"load average {m.loadavg_start} at the start, {m.loadavg_end} at the end.",
+    ]
+
+
+def markdown(report: Report) -> str:
+    m, c = report.machine, report.config
+    out = [
+        "# adslot benchmark",
+        "",
+        *machine_lines(m),
         f"wrk: {c.threads} threads, {c.connections} connections, {c.duration_s} s per run, "
         f"{c.rounds} round(s) (bare and adslot interleaved), medians over rounds; "
         f"{c.workers} worker(s) for both servers.",

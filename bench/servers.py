@@ -245,12 +245,13 @@ def adslot_command(port: int, workers: int) -> list[str]:
     ]
 
 
-def bare_command(port: int, workers: int) -> list[str]:
+def bare_command(port: int, workers: int, app: str = "bench.bare_app:app") -> list[str]:
+    """uvicorn serving `app` on the bare app's stack (bench.handoff runs its variants of it the same way)."""
     return [
         sys.executable,
         "-m",
         "uvicorn",
-        "bench.bare_app:app",
+        app,
         "--host",
         HOST,
         "--port",

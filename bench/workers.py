@@ -375,13 +375,10 @@ def table(rows: list[WorkersRow]) -> str:
 
 def markdown(result: WorkersReport) -> str:
     m, c = result.machine, result.config
-    dirty = f" (with uncommitted changes, diff sha256 {m.git_diff_sha256})" if m.git_dirty else ""
     out = [
         "# adslot: 1 worker against 2 workers",
         "",
-        f"`{m.command}` on {m.date}, commit `{m.git_commit[:12]}`{dirty}.",
-        f"{m.nproc} CPUs ({m.cpu_model}), Python {m.python}, {m.wrk.split(' Copyright')[0]}, {m.platform}; "
-        f"load average {m.loadavg_start} at the start, {m.loadavg_end} at the end.",
+        *report.machine_lines(m),
         f"wrk: {c.threads} threads, {c.connections} connections, {c.duration_s} s per run, "
         f"{c.rounds} round(s) (1 and 2 workers interleaved), medians over rounds; "
         f"ledger writer: {c.ledger_writer}.",
@@ -421,8 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         print("wrk not found on PATH: install it (apt-get install wrk)", file=sys.stderr)
         return 2
     previous = signal.signal(signal.SIGTERM, exit_on_signal)
-    machine = report.machine_facts(argv, wrk_version(wrk))
-    machine.command = " ".join([PROG, *argv])
+    machine = report.machine_facts(argv, wrk_version(wrk), PROG)
     probe = adslot_env(Path("unused"), free_port(), postgres_url=None, schemas=None, extra=args.adslot_env)
     config = WorkersConfig(
         duration_s=args.duration,
