@@ -2,6 +2,7 @@
 
     python -m bench.handoff                      # ~3 min on 2 cores
     python -m bench.handoff --quick              # smoke run: 2 s per run, 1 round
+    python -m bench.handoff --variants 0+fsync,0+fsync+thread   # a writer process against a worker thread
 
 adslot answers a pixel only after the ledger writer process has committed it. This measures what that
 wait alone costs, with no storage and no adslot code: the bare app (bench/bare_app.py) against variants of
@@ -37,6 +38,8 @@ class Variant:
     fire_us: float | None
     """None: the bare app itself; else the hand-off with this much writer CPU per pixel."""
     fsync: bool = False
+    in_worker: bool = False
+    """No writer process: the worker's own thread appends (and syncs) each batch."""
 
     def launch(self, port: int) -> tuple[list[str], dict[str, str]]:
         if self.fire_us is None:
@@ -44,21 +47,29 @@ class Variant:
         return bare_command(port, 1, "bench.handoff_app:app"), bare_env(port) | {
             "BENCH_HANDOFF_FIRE_US": str(self.fire_us),
             "BENCH_HANDOFF_FSYNC": "1" if self.fsync else "0",
+            "BENCH_HANDOFF_IN_WORKER": "1" if self.in_worker else "0",
         }
 
 
+FLAGS = ("fsync", "thread")
+
+
 def parse_variants(raw: str) -> list[Variant]:
-    """Variants like `0,0+fsync,10+fsync`: writer µs per pixel, `+fsync` for an fdatasync per batch."""
+    """Variants like `0,0+fsync,10+fsync,0+fsync+thread`: writer µs per pixel, `+fsync` for an fdatasync per
+    batch, `+thread` for the worker's own thread in place of a writer process."""
     variants = [Variant("bare app", None)]
     for part in raw.split(","):
-        us, _, flag = part.strip().partition("+")
-        if flag not in ("", "fsync"):
-            raise argparse.ArgumentTypeError(f"unknown flag {flag!r} in {part!r} (only +fsync)")
+        us, *flags = part.strip().split("+")
+        unknown = [f for f in flags if f not in FLAGS]
+        if unknown:
+            raise argparse.ArgumentTypeError(f"unknown flag {unknown[0]!r} in {part!r} (+fsync, +thread)")
         fire_us = float(us)
         if fire_us < 0:
             raise argparse.ArgumentTypeError(f"negative microseconds in {part!r}")
-        label = f"hand-off, writer {fire_us:g} µs/pixel" + (" + fdatasync per batch" if flag else "")
-        variants.append(Variant(label, fire_us, flag == "fsync"))
+        where = "worker thread" if "thread" in flags else "writer"
+        sync = " + fdatasync per batch" if "fsync" in flags else ""
+        label = f"hand-off, {where} {fire_us:g} µs/pixel{sync}"
+        variants.append(Variant(label, fire_us, "fsync" in flags, "thread" in flags))
     return variants
 
 
@@ -115,12 +126,14 @@ def table(variants: list[Variant], measured: dict[str, Measured]) -> list[str]:
     for variant in variants:
         m = measured[variant.name]
         rps = statistics.median(r.rps for r in m.results)
+        has_writer = variant.fire_us is not None and not variant.in_worker
+        writer = f"{statistics.median(m.writer_us):.1f}" if has_writer else ""
         lines.append(
             f"| {variant.name} | {rps:,.0f} | {rps / bare:.2f} "
             f"| {statistics.median(r.p50_us for r in m.results):,.0f} "
             f"| {statistics.median(r.p99_us for r in m.results):,.0f} "
             f"| {statistics.median(m.worker_us):.1f} "
-            f"| {'' if variant.fire_us is None else f'{statistics.median(m.writer_us):.1f}'} |"
+            f"| {writer} |"
         )
     return lines
 
@@ -175,7 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         "Every row runs bench/bare_app.py's pixel answer on one uvicorn worker. The hand-off rows first pass "
         "each pixel through adslot's GroupCommitter (2 batches in flight) to a writer process and wait for "
         "its answer; the writer stores nothing, it only spins the given CPU per pixel and, with fdatasync, "
-        "appends each batch to a file and syncs it. CPU per request is user + system time from /proc.",
+        "appends each batch to a file and syncs it. A worker-thread row has no writer process: the worker's "
+        "own thread does the same for each batch (its CPU is in the worker's column). CPU per request is "
+        "user + system time from /proc.",
         "",
     ]
     text = "\n".join(lines)

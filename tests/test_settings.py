@@ -54,6 +54,11 @@ def test_expiry_sweep_runs_every_five_seconds_by_default() -> None:
     assert load_settings({}).settle_interval_seconds == 5.0
 
 
+def test_closed_counters_are_kept_a_week_by_default_and_the_setting_counts_hours() -> None:
+    assert load_settings({}).counter_retention_seconds == 7 * 24 * 3600
+    assert load_settings({"ADSLOT_COUNTER_RETENTION_HOURS": "48"}).counter_retention_seconds == 48 * 3600
+
+
 def test_default_environments_are_production_and_sandbox_in_that_order() -> None:
     settings = load_settings({})
     assert [env.name for env in settings.environments] == ["production", "sandbox"]
@@ -203,6 +208,7 @@ def test_with_overrides_returns_a_changed_copy() -> None:
         ("ADSLOT_CATALOG_POLL_MS", "49"),
         ("ADSLOT_SETTLE_INTERVAL_MS", "49"),
         ("ADSLOT_SETTLE_INTERVAL_MS", "soon"),
+        ("ADSLOT_COUNTER_RETENTION_HOURS", "0"),
         ("ADSLOT_BATCH_MAX", "0"),
         ("ADSLOT_FAST_LANE", "maybe"),
         ("ADSLOT_VAST_SCHEMA_STRICT_EXTENSION", "2"),

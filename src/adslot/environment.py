@@ -80,6 +80,7 @@ class Environment:
             settings.settle_interval_seconds,
             cache=self.delivery_cache,
             name=f"expiry-sweep-{env.name}",
+            retention=settings.counter_retention_seconds,
         )
         self.rng = random.Random(seed)
         self.catalog: Catalog | None = None

@@ -9,6 +9,9 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from adslot.ledger.claims import HOUR
+from adslot.ledger.records import COUNTER_RETENTION_SECONDS
+
 ENVIRONMENTS = ("production", "sandbox")
 
 
@@ -89,6 +92,8 @@ class Settings:
     ad_system_name: str = "adslot"
     settle_interval_seconds: float = 5.0
     """How often each worker's expiry sweep returns the reservations of ad requests that expired unplayed."""
+    counter_retention_seconds: int = COUNTER_RETENTION_SECONDS
+    """How long the sweep keeps an hour's or a day's delivery counters after the window closed."""
 
     def environment(self, name: str) -> EnvironmentSettings:
         for env in self.environments:
@@ -156,6 +161,10 @@ def load_settings(
         ledger_writer=_choice(env, "ADSLOT_LEDGER_WRITER", ("process", "thread")),
         ad_system_name=env.get("ADSLOT_AD_SYSTEM_NAME") or "adslot",
         settle_interval_seconds=float(_int(env, "ADSLOT_SETTLE_INTERVAL_MS", 5000, 50)) / 1000,
+        counter_retention_seconds=_int(
+            env, "ADSLOT_COUNTER_RETENTION_HOURS", COUNTER_RETENTION_SECONDS // HOUR, 1
+        )
+        * HOUR,
     )
     if settings.play_window_seconds <= settings.play_time_skew_seconds:
         raise SettingsError("ADSLOT_PLAY_WINDOW_SECONDS must exceed ADSLOT_PLAY_TIME_SKEW_SECONDS")

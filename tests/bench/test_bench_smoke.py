@@ -27,14 +27,23 @@ def require_wrk() -> None:
         pytest.skip("the benchmark needs wrk on PATH (apt-get install wrk)")
 
 
-@pytest.mark.timeout(600)
-def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
-    require_wrk()
-    command = [sys.executable, "-m", "bench", "--quick", "--scenarios", "impression", "--no-postgres"]
+def run_bench(*args: str, timeout: float) -> str:
+    """`python -m <args>` from the repository, which must succeed; its stdout. `timeout` stays under the
+    test's own hang guard, so a stuck run fails with its output rather than a bare timeout."""
     out = subprocess.run(
-        [*command, "--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=540, check=False
+        [sys.executable, "-m", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return out.stdout
+
+
+@pytest.mark.timeout(1200)
+def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
+    require_wrk()
+    run_bench(
+        *("bench", "--quick", "--scenarios", "impression", "--no-postgres", "--out", str(tmp_path)),
+        timeout=1140,
+    )
 
     report = json.loads((tmp_path / "latest.json").read_text())
     assert (tmp_path / "latest.md").read_text().startswith("# adslot benchmark")
@@ -63,15 +72,14 @@ def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
     assert rows[("impression", "half_load")]["target_rps"]["adslot"] > 0
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(1200)
 def test_several_preload_sizes_run_side_by_side_with_one_row_each_and_a_growth_note(tmp_path: Path) -> None:
     require_wrk()
-    command = [
-        *(sys.executable, "-m", "bench", "--quick", "--no-postgres", "--no-half-load"),
+    run_bench(
+        *("bench", "--quick", "--no-postgres", "--no-half-load"),
         *("--scenarios", "tracking", "--preload", "0,3000", "--out", str(tmp_path)),
-    ]
-    out = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=540, check=False)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        timeout=1140,
+    )
     report = json.loads((tmp_path / "latest.json").read_text())
     assert report["config"]["preload"] == [0, 3000]
     rows = report["rows"]

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from bench.handoff import parse_variants
 
-from tests.bench.test_bench_smoke import REPO, require_wrk
+from tests.bench.test_bench_smoke import require_wrk, run_bench
 
 
 def test_variants_parse_writer_microseconds_and_fsync_after_the_bare_app() -> None:
@@ -23,7 +21,16 @@ def test_variants_parse_writer_microseconds_and_fsync_after_the_bare_app() -> No
     assert variants[0].name == "bare app"
 
 
-@pytest.mark.parametrize("raw", ["-1", "5+sync", "x"])
+def test_the_thread_flag_puts_the_hand_off_in_the_worker_in_either_order() -> None:
+    _, both, reversed_, alone = parse_variants("0+fsync+thread,0+thread+fsync,3+thread")
+    assert (both.fsync, both.in_worker) == (reversed_.fsync, reversed_.in_worker) == (True, True)
+    assert (alone.fire_us, alone.fsync, alone.in_worker) == (3.0, False, True)
+    assert both.name == "hand-off, worker thread 0 µs/pixel + fdatasync per batch"
+    assert both.launch(8123)[1]["BENCH_HANDOFF_IN_WORKER"] == "1"
+    assert parse_variants("0")[1].launch(8123)[1]["BENCH_HANDOFF_IN_WORKER"] == "0"
+
+
+@pytest.mark.parametrize("raw", ["-1", "5+sync", "x", "0+fsync+proc"])
 def test_a_malformed_variant_is_refused(raw: str) -> None:
     with pytest.raises((argparse.ArgumentTypeError, ValueError)):
         parse_variants(raw)
@@ -38,26 +45,19 @@ def test_a_hand_off_variant_runs_the_hand_off_app_with_its_writer_settings() -> 
     assert (env["BENCH_HANDOFF_FIRE_US"], env["BENCH_HANDOFF_FSYNC"]) == ("7.0", "1")
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)
 def test_quick_run_prints_and_writes_a_row_per_server(tmp_path: Path) -> None:
     require_wrk()
-    command = [
-        sys.executable,
-        "-m",
-        "bench.handoff",
-        "--quick",
-        "--variants",
-        "0+fsync",
-        "--out",
-        str(tmp_path),
-    ]
-    out = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=240, check=False)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    run_bench(
+        *("bench.handoff", "--quick", "--variants", "0+fsync,0+fsync+thread", "--out", str(tmp_path)),
+        timeout=840,
+    )
     written = (tmp_path / "handoff.md").read_text()
     rows = re.findall(r"^\| (bare app|hand-off[^|]*) \| ([\d,]+) \| ([\d.]+) \|", written, re.M)
     assert [name.strip() for name, _, _ in rows] == [
         "bare app",
         "hand-off, writer 0 µs/pixel + fdatasync per batch",
+        "hand-off, worker thread 0 µs/pixel + fdatasync per batch",
     ]
     assert all(int(rps.replace(",", "")) > 0 for _, rps, _ in rows), written
     writer_cpu = re.search(r"fdatasync per batch \|(?: [^|]+ \|){5} ([\d.]+) \|", written)

@@ -22,6 +22,7 @@ from adslot.ledger.claims import (
     Spacing,
     active_hours,
     claims_json,
+    closes_at,
     impressions_for,
     parse_claims,
     plan_claims,
@@ -264,3 +265,44 @@ def test_daily_keys_use_the_local_date_at_every_minute_even_in_quarter_hour_offs
     for play_time in range(MONDAY, MONDAY + 86_400 + 1, 300):
         local = datetime.datetime.fromtimestamp(play_time, ZoneInfo(timezone)).date()
         assert plan_claims(c, slot(play_time), 1.0).counts[0].key == f"c7:day:{local.isoformat()}:plays"
+
+
+# --- when a counter closes ---------------------------------------------------------------------------------
+
+
+def test_every_counter_a_plan_names_closes_with_its_hour_or_day_and_lifetime_and_separation_never() -> None:
+    c = campaign(
+        caps=(Cap("lifetime", "plays", 100), Cap("daily", "plays", 10)),
+        pacing="even",
+        frequency=FrequencyCap(per_hour=2, per_day=12),
+        category="cars",
+        separation_minutes=5,
+    )
+    late_evening = MONDAY + 23 * HOUR + 1800  # Monday in the campaign's UTC, Tuesday 00:30 in Berlin
+    claims = plan_claims(c, slot(late_evening, timezone="Europe/Berlin"), 1.0)
+    hour = MONDAY + 23 * HOUR
+    monday_ends_everywhere = MONDAY + 86_400 + 12 * HOUR  # Tuesday 12:00 UTC: midnight at UTC-12
+    tuesday_ends_everywhere = monday_ends_everywhere + 86_400
+    assert {key: closes_at(key) for key in all_keys(claims)} == {
+        "c7:life:plays": None,
+        "c7:day:2026-01-05:plays": monday_ends_everywhere,
+        f"c7:hour:{hour}": hour + HOUR,
+        f"f7:lobby/s1:h:{hour}": hour + HOUR,
+        "f7:lobby/s1:d:2026-01-06": tuesday_ends_everywhere,
+        "s:lobby/s1:cars": None,
+    }
+
+
+def test_a_place_holding_colons_or_a_hashed_place_still_gives_the_window() -> None:
+    c = campaign(frequency=FrequencyCap(per_hour=1, per_day=1))
+    for venue, screen in (("mall:east", "s1"), ("a/b", "c:d"), ("x" * 120, "y" * 120)):
+        hour_key, day_key = all_keys(plan_claims(c, slot(venue_id=venue, screen_id=screen), 1.0))
+        assert closes_at(hour_key) == MONDAY + 11 * HOUR
+        assert closes_at(day_key) == MONDAY + 86_400 + 12 * HOUR
+
+
+@pytest.mark.parametrize(
+    "key", ["", "c", "c7", "c7:hour:soon", "c7:day:2026-13-01:plays", "f7:lobby/s1:h:", "f7:x:w:1", "zz:1"]
+)
+def test_a_key_this_module_does_not_write_never_closes(key: str) -> None:
+    assert closes_at(key) is None

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from adslot.ledger.budget import DeliveryCache
 from adslot.ledger.claims import Claim, Claims
-from adslot.ledger.records import SETTLE_LIMIT, Settle, Verdict
+from adslot.ledger.records import COUNTER_RETENTION_SECONDS, SETTLE_LIMIT, Settle, Verdict
 from adslot.ledger.sweeper import MAX_ROUNDS, ExpirySweeper, sweep_once
 from adslot.storage.database import make_engine
 from adslot.storage.tables import ad_requests, delivery_counters
@@ -44,6 +44,14 @@ def test_a_sweep_goes_again_at_once_while_settles_come_back_full() -> None:
     total = asyncio.run(sweep_once(ledger.submit, lambda: 1234))
     assert total == 2 * SETTLE_LIMIT + 7
     assert [op.now for op in ledger.sent] == [1234, 1234, 1234]
+
+
+def test_every_settle_of_a_sweep_carries_the_counter_retention() -> None:
+    ledger = FakeLedger([SETTLE_LIMIT, 0])
+    asyncio.run(sweep_once(ledger.submit, lambda: 1234, retention=7200))
+    assert [op.retention for op in ledger.sent] == [7200, 7200]
+    asyncio.run(sweep_once(ledger.submit, lambda: 1234))
+    assert ledger.sent[-1].retention == COUNTER_RETENTION_SECONDS
 
 
 def test_a_sweep_gives_the_writer_back_after_max_rounds_of_backlog() -> None:

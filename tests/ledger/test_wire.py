@@ -31,7 +31,7 @@ def test_every_operation_kind_comes_back_equal_in_order() -> None:
         Issue(record(claims=claims), claims),
         Issue(record(screen_id=None)),
         Release(uuid.uuid4(), 5, 1_800_000_200),
-        Settle(1_800_000_300, limit=7, grace=11),
+        Settle(1_800_000_300, limit=7, grace=11, retention=3600),
         NoFill("lobby", None, 1_800_000_000),
         Fire(uuid.uuid4(), "thirdQuartile", "inline", 1_800_000_400),
     ]

@@ -57,6 +57,9 @@ def test_playground_sends_an_ad_request_with_the_prefilled_key_and_shows_the_vas
 ) -> None:
     from playwright.sync_api import expect, sync_playwright
 
+    # expect() has its own 5 s default, apart from the page's: give it the same bound as every other wait.
+    expect.set_options(timeout=TIMEOUT_MS)
+
     assert sandbox_server.keys
     sandbox_key = sandbox_server.keys.sandbox
     requested: list[str] = []

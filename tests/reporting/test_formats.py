@@ -85,3 +85,36 @@ def test_playlog_csv_header_then_rows_with_empty_cells_for_events_not_counted() 
     data = json.loads(playlog_json(page))["data"]
     assert data["rows"][0]["screen_id"] is None and data["rows"][0]["start_at"] == 102
     assert (data["from"], data["next_cursor"]) == (0, None)
+
+
+def test_csv_text_a_spreadsheet_would_run_as_a_formula_starts_with_an_apostrophe() -> None:
+    query = parse_delivery(start="0", end="3600", group_by="venue,screen")
+    report = fold(
+        query,
+        [
+            group(venue_id='=HYPERLINK("http://x","y")', screen_id="@SUM(A1)", fills=1),
+            group(venue_id="+1", screen_id="-2", fills=1),
+            group(venue_id="\tlobby", screen_id="\rs", fills=1),
+            group(venue_id="lobby=east", screen_id="s-1", fills=1),
+        ],
+        [],
+    )
+    rows = list(csv.DictReader(io.StringIO(delivery_csv(report).decode())))  # type: ignore[arg-type]
+    cells = sorted((row["venue_id"], row["screen_id"]) for row in rows)
+    assert cells == sorted(
+        [
+            ('\'=HYPERLINK("http://x","y")', "'@SUM(A1)"),
+            ("'+1", "'-2"),
+            ("'\tlobby", "'\rs"),
+            ("lobby=east", "s-1"),
+        ]
+    )
+    assert {row["fills"] for row in rows} == {"1"}, "numbers are never prefixed"
+    # JSON carries the ids exactly as stored.
+    venues = {row["venue_id"] for row in json.loads(delivery_json(report))["data"]["rows"]}  # type: ignore[arg-type]
+    assert '=HYPERLINK("http://x","y")' in venues and "+1" in venues
+
+
+def test_playlog_csv_rows_neutralise_formulas_too() -> None:
+    row = PlayRow("u-1", "=1+1", "-x", 100, 1, 10, 1.5, 101, None, None, None, None, None, 0, 0)
+    assert playlog_csv_rows([row]).decode() == "u-1,'=1+1,'-x,100,1,10,1.5,101,,,,,,0,0\r\n"

@@ -211,6 +211,40 @@ def _bounded(key: str) -> str:
     return f"{key[: MAX_KEY_LENGTH - len(digest) - 1]}#{digest}"
 
 
+DAY = 24 * HOUR
+LATEST_MIDNIGHT = 12 * HOUR
+"""How long after a UTC midnight the same date ends anywhere (UTC-12 is the last zone to leave it)."""
+
+
+def closes_at(key: str) -> int | None:
+    """When no ad request can claim this counter any more (epoch seconds), or None if it never closes.
+
+    An hour's counters (pacing, frequency per hour) close at the end of that hour; a day's (daily caps in the
+    campaign's zone, frequency per venue-local day) at the latest moment that date ends in any zone, since
+    the key keeps the date, not the zone. Lifetime caps and competitive separation never close. Counters
+    that have closed are kept for a retention period, then dropped by the expiry sweep (store.py).
+    """
+    try:
+        # c{id}:hour:{epoch hour}, c{id}:day:{date}:{metric}, c{id}:life:{metric}
+        if key.startswith("c"):
+            _, kind, when = key.split(":")[:3]
+        # f{id}:{place}:h:{epoch hour}, f{id}:{place}:d:{date}, where the place itself may hold ":"
+        elif key.startswith("f"):
+            head, _, when = key.rpartition(":")
+            kind = head.rpartition(":")[2]
+        else:
+            return None
+        if kind in ("hour", "h"):
+            return int(when) + HOUR
+        if kind not in ("day", "d"):
+            return None
+        day = datetime.date.fromisoformat(when)
+    except ValueError:
+        return None  # not a key this module writes: keep it
+    midnight = datetime.datetime(day.year, day.month, day.day, tzinfo=datetime.UTC)
+    return int(midnight.timestamp()) + DAY + LATEST_MIDNIGHT
+
+
 def _cap_key(campaign_id: int, cap: Cap, day: str) -> str:
     if cap.period == "lifetime":
         return f"c{campaign_id}:life:{cap.metric}"

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import asyncpg
 
+from adslot.ledger.claims import closes_at
 from adslot.ledger.records import COLUMNS, ISSUE_COLUMNS, AdRequest, Operation, Verdict
 from adslot.ledger.resolve import FireKey
 from adslot.ledger.store import (
@@ -23,6 +24,7 @@ from adslot.ledger.store import (
     COUNTER_SET,
     DUE_WHERE,
     INSERT_COLUMNS,
+    PRUNE_WHERE,
     SELECT_ONE,
     SET_ONCE_COLUMNS,
     STATE_COLUMNS,
@@ -67,8 +69,8 @@ UPDATE = (
     "WHERE ad_requests.id = c.id"
 )
 ADD_COUNTERS = (
-    "INSERT INTO delivery_counters (key) SELECT k FROM unnest($1::text[]) AS k ORDER BY k "
-    "ON CONFLICT DO NOTHING"
+    "INSERT INTO delivery_counters (key, closes_at) "
+    "SELECT k, c FROM unnest($1::text[], $2::bigint[]) AS t(k, c) ORDER BY k ON CONFLICT DO NOTHING"
 )
 LOCK_COUNTERS = (
     f"SELECT {', '.join(COUNTER_COLUMNS)} FROM delivery_counters WHERE key = ANY($1::text[]) "
@@ -79,6 +81,13 @@ WRITE_COUNTERS = (
     "last_at = c.last_at FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) "
     "AS c(key, cap, reserved, delivered, last_at) WHERE delivery_counters.key = c.key"
 )
+PRUNE = (
+    "DELETE FROM delivery_counters WHERE key IN (SELECT key FROM delivery_counters WHERE "
+    + PRUNE_WHERE.format(before="$1", limit="$2")
+    + " FOR UPDATE SKIP LOCKED)"
+)
+"""SKIP LOCKED: a counter another worker's batch holds is left for a later sweep, so this never waits on a
+lock it could deadlock with (batches lock counters in key order; the prune takes them in closes_at order)."""
 STATS = (
     "INSERT INTO request_stats (venue_id, screen_id, hour, requests, fills) "
     "SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[]) "
@@ -124,7 +133,7 @@ async def _apply(conn: asyncpg.Connection, batch: Batch) -> None:
     if keys:
         # Rows first (so every key has a row to lock, and no two workers can both create one), then the
         # locks, in one fixed order. A row made here for an issue that is refused stays, empty and harmless.
-        await conn.execute(ADD_COUNTERS, keys)
+        await conn.execute(ADD_COUNTERS, keys, [closes_at(key) for key in keys])
         batch.load([tuple(r) for r in await conn.fetch(LOCK_COUNTERS, keys)])
     batch.admit()
     writes = batch.counter_writes()
@@ -139,6 +148,9 @@ async def _apply(conn: asyncpg.Connection, batch: Batch) -> None:
     stats = batch.stats()
     if stats:
         await conn.execute(STATS, *_columns(stats, 5))
+    prune = batch.prune()
+    if prune is not None:
+        await conn.execute(PRUNE, *prune)
 
 
 class _Connection(asyncpg.Connection):  # type: ignore[misc]

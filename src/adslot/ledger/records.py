@@ -115,17 +115,25 @@ SETTLE_GRACE_SECONDS = 60
 still queued in another worker's batch is committed first, and finds the reservation to deliver."""
 
 
+COUNTER_RETENTION_SECONDS = 7 * 24 * 3600
+"""How long a delivery counter is kept after its hour or day closed (claims.closes_at), for operators to read,
+before the sweep drops it: frequency counters alone add a row per screen, campaign and hour."""
+
+
 @dataclass(frozen=True, slots=True)
 class Settle:
     """The expiry sweep: settle up to `limit` ad requests that expired before now - `grace`.
 
     Unplayed ones are released (reason "expired"); played ones, whose claims were delivered with their
-    impression, are only marked ("played"), which takes them out of the unsettled-expiry index.
+    impression, are only marked ("played"), which takes them out of the unsettled-expiry index. The same
+    batch drops up to `limit` delivery counters whose window closed before now - `retention` and that hold
+    no reservation (those cannot be claimed or moved again), so the table stays the size of its live windows.
     """
 
     now: int
     limit: int = SETTLE_LIMIT
     grace: int = SETTLE_GRACE_SECONDS
+    retention: int = COUNTER_RETENTION_SECONDS
 
 
 @dataclass(frozen=True, slots=True)

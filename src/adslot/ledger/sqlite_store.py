@@ -24,6 +24,7 @@ except ImportError:  # pragma: no cover - Windows has no flock; SQLite's busy ha
     fcntl = None  # type: ignore[assignment]
 
 from adslot.ids import uuid_from_int
+from adslot.ledger.claims import closes_at
 from adslot.ledger.records import COLUMNS, ISSUE_COLUMNS, AdRequest, Operation, Verdict
 from adslot.ledger.resolve import FireKey
 from adslot.ledger.store import (
@@ -32,6 +33,7 @@ from adslot.ledger.store import (
     COUNTER_SET,
     DUE_WHERE,
     INSERT_COLUMNS,
+    PRUNE_WHERE,
     SELECT_ONE,
     SET_ONCE_COLUMNS,
     STATE_COLUMNS,
@@ -71,9 +73,12 @@ STATE = f"SELECT {', '.join(STATE_COLUMNS)} FROM ad_requests WHERE id IN ({{mark
 DUE = f"SELECT {', '.join(STATE_COLUMNS)} FROM ad_requests WHERE " + DUE_WHERE.format(before="?", limit="?")
 COUNTERS = f"SELECT {', '.join(COUNTER_COLUMNS)} FROM delivery_counters WHERE key IN ({{marks}})"
 WRITE_COUNTERS = (
-    f"INSERT INTO delivery_counters ({', '.join(COUNTER_COLUMNS)}) VALUES (?, ?, ?, ?, ?) "
+    f"INSERT INTO delivery_counters ({', '.join(COUNTER_COLUMNS)}, closes_at) VALUES (?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (key) DO UPDATE SET cap = excluded.cap, reserved = excluded.reserved, "
     "delivered = excluded.delivered, last_at = excluded.last_at"
+)
+PRUNE = "DELETE FROM delivery_counters WHERE key IN (SELECT key FROM delivery_counters WHERE {where})".format(
+    where=PRUNE_WHERE.format(before="?", limit="?")
 )
 STATS = (
     "INSERT INTO request_stats (venue_id, screen_id, hour, requests, fills) VALUES {values} "
@@ -156,7 +161,7 @@ def _apply(conn: sqlite3.Connection, batch: Batch) -> None:
     batch.admit()
     writes = batch.counter_writes()
     if writes:
-        conn.executemany(WRITE_COUNTERS, writes)
+        conn.executemany(WRITE_COUNTERS, [(*write, closes_at(write[0])) for write in writes])
     if batch.admitted:
         conn.executemany(INSERT, [(r.id.hex, *issue_values(r, c)[1:]) for r, c in batch.admitted])
     changes = batch.row_changes()
@@ -182,6 +187,9 @@ def _apply(conn: sqlite3.Connection, batch: Batch) -> None:
         rows = stats[i : i + CHUNK]
         values = ", ".join(["(?, ?, ?, ?, ?)"] * len(rows))
         conn.execute(STATS.format(values=values), [v for row in rows for v in row])
+    prune = batch.prune()
+    if prune is not None:
+        conn.execute(PRUNE, prune)
 
 
 class WriteTurn:

@@ -12,8 +12,9 @@ the order in which PostgreSQL takes its row locks, each kind in key order (so wo
 2. offer the first fires to pop_fires; resolve fires, then releases, then the expiry settle;
 3. load the counters that issues claim and that settled ad requests move (insert missing rows, lock by key);
 4. deliver and release, then admit each issue in turn; write counters, new ad requests, row changes and
-   request_stats (one statement or executemany each, one row per key: counts are aggregated per batch).
-Every read and write is keyed (primary key or the unsettled-expiry index): no scans on the hot path.
+   request_stats (one statement or executemany each, one row per key: counts are aggregated per batch);
+5. with a Settle, drop the counters whose window closed before its retention (the closes_at index).
+Every read and write is keyed (primary key, the unsettled-expiry or the closes_at index): no scans.
 """
 
 from __future__ import annotations
@@ -121,6 +122,9 @@ COUNTER_SET = (
 )
 DUE_WHERE = "settled_at IS NULL AND expires_at < {before} ORDER BY expires_at LIMIT {limit}"
 """Expired, unsettled ad requests, oldest first: exactly the partial index ix_ad_requests_unsettled_expiry."""
+PRUNE_WHERE = "closes_at < {before} AND reserved = 0 ORDER BY closes_at LIMIT {limit}"
+"""Closed counters past their retention that hold nothing, oldest first: a range of the closes_at index. A
+counter still holding a reservation is kept until the sweep settles the ad request that holds it."""
 STATS_UPSERT_SET = (
     "requests = request_stats.requests + excluded.requests, fills = request_stats.fills + excluded.fills"
 )
@@ -179,6 +183,12 @@ class Batch:
         if not self.settles:
             return None
         return max(s.now - s.grace for s in self.settles), max(s.limit for s in self.settles)
+
+    def prune(self) -> tuple[int, int] | None:
+        """(closed before, at most how many) for dropping counters, or None without a Settle (step 5)."""
+        if not self.settles:
+            return None
+        return min(s.now - s.retention for s in self.settles), max(s.limit for s in self.settles)
 
     # -- step 2 ------------------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from adslot.ledger.budget import DeliveryCache
-from adslot.ledger.records import Settle, Verdict
+from adslot.ledger.records import COUNTER_RETENTION_SECONDS, Settle, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -29,11 +29,12 @@ async def sweep_once(
     submit: Callable[[Settle], Awaitable[Verdict]],
     now: Callable[[], int],
     cache: DeliveryCache | None = None,
+    retention: int = COUNTER_RETENTION_SECONDS,
 ) -> int:
     """Settle what has expired, a Settle at a time while they come back full; the number settled."""
     total = 0
     for _ in range(MAX_ROUNDS):
-        op = Settle(now())
+        op = Settle(now(), retention=retention)
         verdict = await submit(op)
         total += verdict.settled
         if cache is not None and verdict.counters:
@@ -54,8 +55,10 @@ class ExpirySweeper:
         cache: DeliveryCache | None = None,
         now: Callable[[], int] = lambda: int(time.time()),
         name: str = "expiry-sweep",
+        retention: int = COUNTER_RETENTION_SECONDS,
     ) -> None:
         self._submit = submit
+        self._retention = retention
         self._interval = interval
         self._cache = cache
         self._now = now
@@ -77,6 +80,6 @@ class ExpirySweeper:
         while True:
             await asyncio.sleep(self._interval)
             try:
-                await sweep_once(self._submit, self._now, self._cache)
+                await sweep_once(self._submit, self._now, self._cache, self._retention)
             except Exception:  # a database hiccup must not end the sweeps
                 log.exception("expiry sweep failed in %s", self._name)

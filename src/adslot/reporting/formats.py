@@ -1,6 +1,9 @@
 """Reports as JSON envelopes or CSV (RFC 4180: a header row, CRLF line ends, quoted where needed).
 
 A CSV cell is empty for null; numbers are written as JSON writes them, so both formats carry the same figures.
+Text that a spreadsheet would run as a formula (it starts with =, +, -, @, a tab or a carriage return) is
+written with a leading apostrophe, as OWASP advises: ids come from whoever named the venue or screen, and a
+media owner opens these files in a spreadsheet. JSON carries the text as stored.
 """
 
 from __future__ import annotations
@@ -22,9 +25,15 @@ from adslot.reporting.schemas import (
     PlayRow,
 )
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
 
 def _cell(value: Any) -> Any:
-    return "" if value is None else value
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:

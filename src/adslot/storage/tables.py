@@ -198,6 +198,10 @@ delivery_counters = sa.Table(
     sa.Column("delivered", sa.BigInteger, nullable=False, server_default="0"),
     # Competitive separation: the latest play_time of a category on a screen, and the gap it asked for.
     sa.Column("last_at", sa.BigInteger, nullable=True),
+    # When the counter's hour or day ended (claims.closes_at); null for lifetime caps and separation, which
+    # never close. The expiry sweep drops closed counters once the retention has passed.
+    sa.Column("closes_at", sa.BigInteger, nullable=True),
+    sa.Index("ix_delivery_counters_closes_at", "closes_at"),
 )
 
 # Ad requests per venue, screen and hour of play_time, filled or not: the denominator of fill rate.
