@@ -58,13 +58,18 @@ class Server:
             stderr=self.log.open("ab"),
         )
         deadline = time.monotonic() + 60
+        serving: set[int] = set()
         while time.monotonic() < deadline:
+            # A new connection each time: with several workers, the kernel spreads them over all of them.
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
+                answer = httpx.get(f"{self.url}/healthz", timeout=1)
+                if answer.status_code == 200:
+                    serving.add(answer.json()["worker_pid"])
+                    if len(serving) == workers:
+                        return
             except httpx.TransportError:
                 time.sleep(0.1)
-        raise RuntimeError("server did not come up")
+        raise RuntimeError(f"{len(serving)} of {workers} worker(s) came up")
 
     def kill(self) -> None:
         assert self.process is not None
@@ -79,6 +84,32 @@ class Server:
         assert self.process is not None
         self.process.send_signal(signal.SIGTERM)
         return self.process.wait(timeout=timeout)
+
+    def descendants(self) -> list[tuple[int, str]]:
+        """(pid, command line) of every process below the server, from /proc."""
+        assert self.process is not None
+        found: dict[int, tuple[int, str]] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                    command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                except (OSError, IndexError, ValueError):
+                    continue  # gone meanwhile
+                found[int(entry.name)] = (ppid, command.strip())
+        below, todo = set(), [self.process.pid]
+        while todo:
+            parent = todo.pop()
+            for pid, (ppid, _) in found.items():
+                if ppid == parent and pid not in below:
+                    below.add(pid)
+                    todo.append(pid)
+        return sorted((pid, found[pid][1]) for pid in below)
+
+    def ledger_writers(self) -> list[tuple[int, str]]:
+        return [
+            (pid, command) for pid, command in self.descendants() if "adslot.ledger.writer_process" in command
+        ]
 
     def clean_stops(self) -> int:
         """How many worker processes logged a completed drain."""

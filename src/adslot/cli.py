@@ -23,8 +23,10 @@ from adslot.errors import ApiError
 from adslot.inventory import repository as inventory_repo
 from adslot.inventory.csv_import import import_venues
 from adslot.inventory.schemas import ScreenIn, ScreenPatch, VenueIn, VenuePatch
+from adslot.ledger.shared_writer import shared_writers
 from adslot.settings import ENVIRONMENTS, SettingsError, load_settings
 from adslot.storage.database import make_engine
+from adslot.workers import REUSE_PORT, run_workers
 
 T = TypeVar("T")
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -161,18 +163,35 @@ def serve(host: str | None, port: int | None, workers: int, log_level: str) -> N
     click.echo(f"  sandbox testing key : {key}")
     click.echo(f"  data                : {settings.data_dir.resolve()}")
     sys.stdout.flush()
-    uvicorn.run(
-        "adslot.app:create_app",
-        factory=True,
-        host=settings.host,
-        port=settings.port,
-        workers=workers,
-        loop="uvloop" if sys.platform != "win32" else "asyncio",
-        http="httptools",
-        log_level=log_level,
-        access_log=False,
-        timeout_graceful_shutdown=10,
-    )
+
+    config: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "loop": "uvloop" if sys.platform != "win32" else "asyncio",
+        "http": "httptools",
+        "log_level": log_level,
+        "access_log": False,
+        "timeout_graceful_shutdown": 10,
+    }
+
+    def run() -> None:
+        if workers > 1 and REUSE_PORT:
+            try:
+                run_workers(uvicorn.Config("adslot.app:create_app", factory=True, **config), workers)
+            except OSError as exc:
+                raise click.ClickException(
+                    f"cannot listen on {settings.host}:{settings.port}: {exc}"
+                ) from exc
+        else:
+            uvicorn.run("adslot.app:create_app", factory=True, workers=workers, **config)
+
+    if workers > 1 and settings.ledger_writer == "process":
+        # One writer process per environment for all workers: one commit for all their batches.
+        with shared_writers(settings) as socket_dir:
+            os.environ["ADSLOT_LEDGER_SOCKET_DIR"] = str(socket_dir)
+            run()
+    else:
+        run()
 
 
 @main.group()

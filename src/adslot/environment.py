@@ -12,6 +12,7 @@ import logging
 import random
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TypeVar
 
 import anyio.to_thread
@@ -22,6 +23,7 @@ from adslot.ledger.budget import DeliveryCache
 from adslot.ledger.group_commit import GroupCommitter
 from adslot.ledger.process_store import ProcessLedgerStore
 from adslot.ledger.records import AdRequest, Operation, Verdict
+from adslot.ledger.shared_writer import socket_path
 from adslot.ledger.store import LedgerStore
 from adslot.ledger.stores import store_for
 from adslot.ledger.sweeper import ExpirySweeper
@@ -47,10 +49,14 @@ def prepare_database(env: EnvironmentSettings) -> str | None:
         engine.dispose()
 
 
-def make_store(env: EnvironmentSettings, writer: str = "thread") -> LedgerStore:
+def make_store(
+    env: EnvironmentSettings, writer: str = "thread", socket_dir: Path | None = None
+) -> LedgerStore:
+    """`socket_dir`: dial the shared writer process there (adslot serve --workers N), not a new one."""
     if writer == "process":
         reads = store_for(env.database_url, env.database_schema, writes=False)
-        return ProcessLedgerStore(reads, env.database_url, env.database_schema)
+        socket = None if socket_dir is None else socket_path(socket_dir, env.name)
+        return ProcessLedgerStore(reads, env.database_url, env.database_schema, socket)
     return store_for(env.database_url, env.database_schema)
 
 
@@ -61,7 +67,7 @@ class Environment:
         self.name = env.name
         self.base_url = env.public_url
         self.engine = make_engine(env)
-        self.store = make_store(env, settings.ledger_writer)
+        self.store = make_store(env, settings.ledger_writer, settings.ledger_socket_dir)
         self.writer: GroupCommitter[Operation, Verdict] = GroupCommitter(
             self.store.apply, settings.batch_max, settings.batches_in_flight
         )

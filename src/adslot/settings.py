@@ -89,6 +89,9 @@ class Settings:
     ledger_writer: str = "process"
     """Where each worker applies its ledger batches: "process" (a writer process of its own, so batch work
     does not share the worker's GIL) or "thread" (a thread inside the worker)."""
+    ledger_socket_dir: Path | None = None
+    """Set by `adslot serve --workers N` for its workers: where the one shared writer process of each
+    environment listens (ledger/shared_writer.py), instead of a writer process per worker."""
     ad_system_name: str = "adslot"
     settle_interval_seconds: float = 5.0
     """How often each worker's expiry sweep returns the reservations of ad requests that expired unplayed."""
@@ -159,6 +162,7 @@ def load_settings(
         batch_max=_int(env, "ADSLOT_BATCH_MAX", 512, 1),
         batches_in_flight=_int(env, "ADSLOT_BATCHES_IN_FLIGHT", 2, 1),
         ledger_writer=_choice(env, "ADSLOT_LEDGER_WRITER", ("process", "thread")),
+        ledger_socket_dir=Path(socket_dir) if (socket_dir := env.get("ADSLOT_LEDGER_SOCKET_DIR")) else None,
         ad_system_name=env.get("ADSLOT_AD_SYSTEM_NAME") or "adslot",
         settle_interval_seconds=float(_int(env, "ADSLOT_SETTLE_INTERVAL_MS", 5000, 50)) / 1000,
         counter_retention_seconds=_int(

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing import Queue
+from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -198,14 +199,16 @@ async def workload(
     tasks: int,
     operations: int,
     ledger_writer: str = "thread",
+    socket_dir: Path | None = None,
 ) -> collections.Counter[str]:
     """`workers` stores (each its own connection or pool and group committer, as worker processes have),
     each running `tasks` concurrent request loops of `operations` random operations; what came of them.
-    `ledger_writer` "process" gives each store a writer process, as `adslot serve` does."""
+    `ledger_writer` "process" gives each store a writer process, as `adslot serve` does; with `socket_dir`
+    they all dial the one shared writer there, as `adslot serve --workers N` does."""
     rng = random.Random(seed)
     seen: collections.Counter[str] = collections.Counter()
     clock = Clock(PLAY)
-    stores = [make_store(env, ledger_writer) for _ in range(workers)]
+    stores = [make_store(env, ledger_writer, socket_dir) for _ in range(workers)]
     writers: list[GroupCommitter[Operation, Verdict]] = []
     for store in stores:
         await store.start()

@@ -6,7 +6,9 @@ a client is sending ad requests and impressions.
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import time
 from typing import Any
 
@@ -77,4 +79,28 @@ def test_ten_sigkills_at_random_moments_lose_and_double_count_nothing(
         load_until_killed(server, key, acked, kill_after=rng.uniform(0.0, 1.0))
     assert len(acked.requests) >= 100
     assert any(len(v) > 1 for v in acked.impressions.values()), "no repeated fire was exercised"
+    check_consistent(records_in_database(settings), acked)
+
+
+def test_sigkills_of_the_shared_writer_under_two_workers_lose_and_double_count_nothing(
+    served: tuple[Server, str, Settings],
+) -> None:
+    server, key, settings = served
+    acked = Acked()
+    rng = random.Random(20261124)
+    server.start(workers=2)
+    killed: list[int] = []
+
+    def kill_the_writer() -> None:
+        time.sleep(rng.uniform(0.0, 0.5))
+        (pid,) = [pid for pid, command in server.ledger_writers() if command.endswith("production.sock")]
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+
+    for _ in range(5):
+        # Each round needs 10 new acknowledged ad requests, so each new writer is proven to be serving.
+        load_until(server, key, acked, kill_the_writer, min_new=10)
+    assert len(set(killed)) == 5, "every round killed a new writer process"
+    assert any(len(v) > 1 for v in acked.impressions.values()), "no repeated fire was exercised"
+    assert server.terminate() in (0, -signal.SIGTERM)
     check_consistent(records_in_database(settings), acked)

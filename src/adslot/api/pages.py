@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import mimetypes
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -67,8 +68,9 @@ async def media(name: FileName) -> Response[bytes]:
 
 
 @get("/healthz", include_in_schema=False)
-async def health(request: Request[Any, Any, Any]) -> dict[str, str]:
-    return {"status": "ok", "environment": env_of(request).name}
+async def health(request: Request[Any, Any, Any]) -> dict[str, str | int]:
+    """Up, and which worker process answered (with --workers N, each has its own)."""
+    return {"status": "ok", "environment": env_of(request).name, "worker_pid": os.getpid()}
 
 
 @get("/openapi.json", include_in_schema=False)

@@ -9,6 +9,9 @@ lookups, cheaper than a hop.
 
 If the writer process dies, the batch in flight fails (its requests get a 500, never a false success) and
 the next batch starts a new writer process.
+
+With `socket`, the store starts no process: it dials the writer that `adslot serve --workers N` runs for all
+its workers (writer_process.py, `--listen`), and after a failure dials again until that writer is back.
 """
 
 from __future__ import annotations
@@ -23,23 +26,43 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Sequence
-
-import msgspec
+from pathlib import Path
 
 from adslot.ledger.records import AdRequest, Operation, Verdict
 from adslot.ledger.store import LedgerStore
 from adslot.ledger.wire import WireError, decode_verdicts, encode_operations, read_frame, write_frame
-from adslot.ledger.writer_process import READY
+from adslot.ledger.writer_process import READY, encode_database
 
 log = logging.getLogger(__name__)
 START_TIMEOUT_SECONDS = 60.0
 STOP_TIMEOUT_SECONDS = 30.0
+DIAL_PAUSE_SECONDS = 0.05
+
+
+class _Gone(RuntimeError):
+    """The writer closed the connection before it answered "ready"."""
+
+
+async def _handshake(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, database: bytes) -> None:
+    """Name the database; the writer answers "ready" once its store is open."""
+    write_frame(writer, database)
+    try:
+        ready = await asyncio.wait_for(read_frame(reader), START_TIMEOUT_SECONDS)
+    except (asyncio.IncompleteReadError, ConnectionError) as exc:
+        raise _Gone("the ledger writer process did not start (see its log above)") from exc
+    except TimeoutError as exc:
+        raise RuntimeError("the ledger writer process did not start (see its log above)") from exc
+    if ready != READY:
+        raise RuntimeError(f"the ledger writer process answered {ready!r} instead of ready")
 
 
 class ProcessLedgerStore:
-    def __init__(self, reads: LedgerStore, database_url: str, schema: str | None) -> None:
+    def __init__(
+        self, reads: LedgerStore, database_url: str, schema: str | None, socket: Path | None = None
+    ) -> None:
         self._reads = reads
-        self._database = msgspec.msgpack.encode((database_url, schema))
+        self._database = encode_database(database_url, schema)
+        self._socket = socket
         self._process: subprocess.Popen[bytes] | None = None
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
@@ -55,28 +78,51 @@ class ProcessLedgerStore:
         await self._spawn()
 
     async def _spawn(self) -> None:
-        ours, theirs = socket.socketpair()
-        try:
-            self._process = subprocess.Popen(
-                [sys.executable, "-m", "adslot.ledger.writer_process", str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),),
-                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-            )
-        finally:
-            theirs.close()
-        self._reader, self._writer = await asyncio.open_connection(sock=ours)
-        write_frame(self._writer, self._database)
-        try:
-            ready = await asyncio.wait_for(read_frame(self._reader), START_TIMEOUT_SECONDS)
-        except (asyncio.IncompleteReadError, ConnectionError, TimeoutError) as exc:
-            await self._drop()
-            raise RuntimeError("the ledger writer process did not start (see its log above)") from exc
-        if ready != READY:
-            await self._drop()
-            raise RuntimeError(f"the ledger writer process answered {ready!r} instead of ready")
+        if self._socket is not None:
+            self._reader, self._writer = await self._dial(self._socket, self._database)
+        else:
+            ours, theirs = socket.socketpair()
+            try:
+                self._process = subprocess.Popen(
+                    [sys.executable, "-m", "adslot.ledger.writer_process", str(theirs.fileno())],
+                    pass_fds=(theirs.fileno(),),
+                    env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+                )
+            finally:
+                theirs.close()
+            self._reader, self._writer = await asyncio.open_connection(sock=ours)
+            try:
+                await _handshake(self._reader, self._writer, self._database)
+            except BaseException:
+                await self._drop()
+                raise
         self._answers = asyncio.get_running_loop().create_task(
             self._read_answers(self._reader, self._waiting), name="adslot-ledger-answers"
         )
+
+    @staticmethod
+    async def _dial(path: Path, database: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """Connect to the shared writer, waiting while it starts or is restarted by `adslot serve`.
+
+        A writer that was just killed may still take a connection in the instant before its listening
+        socket closes, then reset it: that counts as not there yet, like a refused connection.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + START_TIMEOUT_SECONDS
+        while True:
+            try:
+                reader, writer = await asyncio.open_unix_connection(str(path))
+            except (FileNotFoundError, ConnectionError):
+                pass
+            else:
+                try:
+                    await _handshake(reader, writer, database)
+                    return reader, writer
+                except _Gone:
+                    writer.close()
+            if loop.time() > deadline:
+                raise RuntimeError(f"no ledger writer answers at {path}")
+            await asyncio.sleep(DIAL_PAUSE_SECONDS)
 
     @staticmethod
     async def _read_answers(
@@ -148,8 +194,7 @@ class ProcessLedgerStore:
     def _alive(self) -> bool:
         return (
             self._writer is not None
-            and self._process is not None
-            and self._process.poll() is None
+            and (self._socket is not None or (self._process is not None and self._process.poll() is None))
             and self._answers is not None
             and not self._answers.done()
         )

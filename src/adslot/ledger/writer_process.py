@@ -1,20 +1,34 @@
-"""The ledger writer process: applies the batches one server worker sends it, and answers their verdicts.
+"""The ledger writer process: applies the batches its server workers send, and answers their verdicts.
 
-Started by ProcessLedgerStore as `python -m adslot.ledger.writer_process FD` with one end of a socketpair.
-The first frame is its database (msgpack: url, schema); it answers "ready" once its store is open, then
-applies each batch frame in one transaction and answers only after the commit. It ignores SIGINT and
-SIGTERM: its server worker decides when it stops, by closing the socket after its last batch (a drain), and
-if the worker dies the socket closes too; either way the process finishes the batch in hand and exits.
+Two ways to start it, one protocol. `python -m adslot.ledger.writer_process FD` serves the one worker that
+started it over a socketpair (ProcessLedgerStore's own writer). `python -m adslot.ledger.writer_process
+--listen PATH` is the writer that `adslot serve --workers N` starts once per environment for all its workers:
+it reads its database from standard input, listens on a Unix socket, and answers "ready" on standard output.
+
+Each client's first frame names its database (msgpack: url, schema), answered "ready". The batch frames
+that arrive while one transaction is being written, one per client (a worker's next batch waits for the next
+transaction, so it always has one in flight), are applied together in the next, and each is answered (its
+own verdicts, in its own order) only after that commit: several workers pay one commit for all their batches
+instead of taking turns. If the merged batch fails, each frame is applied on its own, so one worker's bad
+batch never fails another's.
+
+It ignores SIGINT and SIGTERM: its workers decide when it stops. A per-worker writer exits when its worker
+closes the socket (after the last batch, or by dying). A listening writer stops accepting when its standard
+input closes (the `adslot serve` that started it is done or dead) and exits once every worker has gone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
+import os
 import signal
 import socket
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
 import msgspec
 
@@ -23,9 +37,12 @@ try:
 except ImportError:  # pragma: no cover - uvloop is not built for Windows
     uvloop = None  # type: ignore[assignment]
 
+from adslot.ledger.records import Operation, Verdict
 from adslot.ledger.sqlite_store import SqliteLedgerStore
+from adslot.ledger.store import LedgerStore
 from adslot.ledger.stores import store_for
 from adslot.ledger.wire import (
+    WireError,
     decode_operations,
     encode_error,
     encode_verdicts,
@@ -35,49 +52,213 @@ from adslot.ledger.wire import (
 
 log = logging.getLogger("adslot.ledger.writer_process")
 READY = b"ready"
+Database = tuple[str, str | None]
+_database: msgspec.msgpack.Decoder[Database] = msgspec.msgpack.Decoder(Database)
+Client = asyncio.StreamWriter
+
+
+def decode_database(frame: bytes) -> Database:
+    return _database.decode(frame)
+
+
+def encode_database(url: str, schema: str | None) -> bytes:
+    return msgspec.msgpack.encode((url, schema))
+
+
+Item = tuple[Client | None, bytes | None]
+"""(client, batch frame); frame None: the client has gone, close it once its batches are answered; client
+None: only a wake-up."""
+
+
+def one_per_client(items: list[Item]) -> tuple[list[Item], list[Item]]:
+    """(what the next transaction takes, what waits for the one after), each in arrival order.
+
+    One batch per client a transaction: a worker keeps batches in flight so that its next one waits at the
+    writer while this one commits; taking them all into one commit would leave it nothing in flight.
+    """
+    now: list[Item] = []
+    later: list[Item] = []
+    taken: set[Client] = set()
+    waiting: set[Client] = set()
+    for client, frame in items:
+        if client is None:
+            continue
+        if client in waiting or (frame is not None and client in taken):
+            waiting.add(client)
+            later.append((client, frame))
+        else:
+            if frame is not None:
+                taken.add(client)
+            now.append((client, frame))
+    return now, later
+
+
+class Applier:
+    """Queues every client's batch frames in arrival order and writes what has gathered as one batch."""
+
+    def __init__(self, store: LedgerStore, database: bytes) -> None:
+        self._store = store
+        self._database = database
+        self._queue: asyncio.Queue[Item] = asyncio.Queue()
+        self._clients = 0
+        self._stopping = False
+        self._readers: set[asyncio.Task[None]] = set()
+
+    async def accept(self, reader: asyncio.StreamReader, writer: Client) -> None:
+        """A new client: check that it names this writer's database, then read its batches."""
+        try:
+            hello = await read_frame(reader)
+        except (asyncio.IncompleteReadError, ConnectionError, WireError):
+            writer.close()
+            return
+        if hello != self._database:
+            write_frame(writer, encode_error("this ledger writer serves another database"))
+            with contextlib.suppress(ConnectionError):
+                await writer.drain()
+            writer.close()
+            return
+        self.attach(reader, writer)
+        write_frame(writer, READY)
+        with contextlib.suppress(ConnectionError):
+            await writer.drain()
+
+    def attach(self, reader: asyncio.StreamReader, writer: Client) -> None:
+        self._clients += 1
+        task = asyncio.get_running_loop().create_task(self._read(reader, writer))
+        self._readers.add(task)
+        task.add_done_callback(self._readers.discard)
+
+    async def _read(self, reader: asyncio.StreamReader, writer: Client) -> None:
+        try:
+            while True:
+                self._queue.put_nowait((writer, await read_frame(reader)))
+        except (asyncio.IncompleteReadError, ConnectionError, WireError):
+            pass  # the client closed its end (drained) or died: nothing more will come
+        finally:
+            self._queue.put_nowait((writer, None))  # after its last batch: answered, then closed
+
+    def stop(self) -> None:
+        """Finish with the clients there are, then return from run()."""
+        self._stopping = True
+        self._queue.put_nowait((None, None))
+
+    async def run(self) -> None:
+        backlog: list[Item] = []
+        while not (self._stopping and self._clients == 0):
+            if not backlog:
+                backlog.append(await self._queue.get())
+            await asyncio.sleep(0)  # let every client's reader queue what has already arrived
+            while not self._queue.empty():
+                backlog.append(self._queue.get_nowait())
+            items, backlog = one_per_client(backlog)
+            frames = [(client, frame) for client, frame in items if client is not None and frame is not None]
+            if frames:
+                await self._answer(frames)
+            for client, frame in items:
+                if client is not None and frame is None:
+                    client.close()
+                    self._clients -= 1
+
+    async def _answer(self, frames: list[tuple[Client, bytes]]) -> None:
+        batches: list[tuple[Client, list[Operation]]] = []
+        for client, frame in frames:
+            try:
+                batches.append((client, decode_operations(frame)))
+            except Exception as exc:  # a frame this writer cannot read fails alone
+                log.exception("unreadable ledger batch")
+                write_frame(client, encode_error(f"{type(exc).__name__}: {exc}"))
+        try:
+            verdicts = await self._apply([op for _, ops in batches for op in ops])
+        except Exception as exc:
+            if len(batches) == 1:
+                # The worker's group committer retries the batch op by op.
+                log.exception("ledger batch failed")
+                write_frame(batches[0][0], encode_error(f"{type(exc).__name__}: {exc}"))
+            else:
+                for client, ops in batches:
+                    await self._answer_alone(client, ops)
+        else:
+            start = 0
+            for client, ops in batches:
+                write_frame(client, encode_verdicts(verdicts[start : start + len(ops)]))
+                start += len(ops)
+        for client in {client for client, _ in frames}:
+            with contextlib.suppress(ConnectionError):
+                await client.drain()
+
+    async def _answer_alone(self, client: Client, ops: list[Operation]) -> None:
+        try:
+            write_frame(client, encode_verdicts(await self._apply(ops)))
+        except Exception as exc:
+            log.exception("ledger batch failed")
+            write_frame(client, encode_error(f"{type(exc).__name__}: {exc}"))
+
+    async def _apply(self, operations: Sequence[Operation]) -> list[Verdict]:
+        store = self._store
+        # Nothing else runs in this process: SQLite's batch needs no hop to its writer thread.
+        if isinstance(store, SqliteLedgerStore):
+            return store.apply_blocking(operations)
+        return await store.apply(operations)
+
+
+async def _opened(database: bytes) -> LedgerStore:
+    store = store_for(*decode_database(database))
+    await store.start()
+    gc.freeze()  # the process's long-lived start-up objects: full collections need not walk them again
+    return store
 
 
 async def serve(sock: socket.socket) -> None:
+    """The writer of the one worker at the other end of `sock`."""
     reader, writer = await asyncio.open_connection(sock=sock)
-    database_url, schema = msgspec.msgpack.decode(await read_frame(reader), type=tuple[str, str | None])
-    store = store_for(database_url, schema)
-    await store.start()
-    gc.freeze()  # the process's long-lived start-up objects: full collections need not walk them again
+    database = await read_frame(reader)
+    store = await _opened(database)
     try:
+        applier = Applier(store, database)
+        applier.attach(reader, writer)
         write_frame(writer, READY)
         await writer.drain()
-        while True:
-            try:
-                frame = await read_frame(reader)
-            except (asyncio.IncompleteReadError, ConnectionError):
-                return  # the worker closed its end (drained) or died: nothing more will come
-            try:
-                operations = decode_operations(frame)
-                # Nothing else runs in this process: SQLite's batch needs no hop to its writer thread.
-                verdicts = (
-                    store.apply_blocking(operations)
-                    if isinstance(store, SqliteLedgerStore)
-                    else await store.apply(operations)
-                )
-                answer = encode_verdicts(verdicts)
-            except Exception as exc:  # the worker's group committer retries the batch op by op
-                log.exception("ledger batch failed")
-                answer = encode_error(f"{type(exc).__name__}: {exc}")
-            write_frame(writer, answer)
-            await writer.drain()
+        applier.stop()  # no other client will come: done when this one leaves
+        await applier.run()
     finally:
         await store.close()
-        writer.close()
+
+
+async def serve_listening(path: Path, control: int, announce: int) -> None:
+    """The writer of every worker of one `adslot serve`: database from `control`, which closes at the end."""
+    loop = asyncio.get_running_loop()
+    control_reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(control_reader), os.fdopen(control, "rb", buffering=0)
+    )
+    database = await read_frame(control_reader)
+    store = await _opened(database)
+    try:
+        applier = Applier(store, database)
+        running = loop.create_task(applier.run())
+        path.unlink(missing_ok=True)  # a socket left by a writer that was killed
+        server = await asyncio.start_unix_server(applier.accept, path=str(path))
+        os.write(announce, READY + b"\n")
+        await control_reader.read()  # until end of file: the server is done, or gone
+        server.close()
+        applier.stop()
+        await running
+    finally:
+        path.unlink(missing_ok=True)
+        await store.close()
 
 
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s adslot ledger writer: %(message)s")
-    sock = socket.socket(fileno=int(argv[1]))
+    if argv[1:2] == ["--listen"]:
+        job = serve_listening(Path(argv[2]), sys.stdin.fileno(), sys.stdout.fileno())
+    else:
+        job = serve(socket.socket(fileno=int(argv[1])))
     # uvloop where installed (every platform but Windows, as for `adslot serve`), else asyncio's own loop.
     with asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None) as runner:
-        runner.run(serve(sock))
+        runner.run(job)
     return 0
 
 
