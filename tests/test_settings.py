@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from adslot.environment import make_store
+from adslot.ledger.process_store import ProcessLedgerStore
 from adslot.settings import EnvironmentSettings, Settings, SettingsError, load_settings
 
 PG = "postgresql://adslot@db.example.test:5432/adslot"
@@ -323,6 +325,17 @@ def test_play_window_one_second_longer_than_the_skew_is_accepted() -> None:
 def test_ledger_writes_run_in_a_writer_process_by_default_and_a_thread_on_request() -> None:
     assert load_settings({}).ledger_writer == "process"
     assert load_settings({"ADSLOT_LEDGER_WRITER": "thread"}).ledger_writer == "thread"
+
+
+def test_each_worker_starts_its_own_writer_unless_serve_names_a_shared_writers_socket_dir(
+    tmp_path: Path,
+) -> None:
+    assert load_settings({}).ledger_socket_dir is None
+    assert load_settings({"ADSLOT_LEDGER_SOCKET_DIR": ""}).ledger_socket_dir is None
+    shared = load_settings({"ADSLOT_LEDGER_SOCKET_DIR": str(tmp_path)})
+    assert shared.ledger_socket_dir == tmp_path
+    store = make_store(shared.environment("sandbox"), shared.ledger_writer, shared.ledger_socket_dir)
+    assert isinstance(store, ProcessLedgerStore) and store.shared_socket == tmp_path / "sandbox.sock"
 
 
 def test_an_unknown_ledger_writer_is_refused_with_the_choices() -> None:

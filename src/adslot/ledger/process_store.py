@@ -178,6 +178,11 @@ class ProcessLedgerStore:
                 process.kill()
                 await loop.run_in_executor(None, process.wait)
 
+    @property
+    def shared_socket(self) -> Path | None:
+        """The shared writer's socket this store dials, or None when it starts a writer process of its own."""
+        return self._socket
+
     def process(self) -> subprocess.Popen[bytes] | None:
         """The current writer process (for health checks and tests)."""
         return self._process
