@@ -134,6 +134,7 @@ def test_workers_and_their_ledger_writers_stop_when_the_supervisor_is_killed(
     below = server.descendants()
     workers = [pid for pid, command in below if "multiprocessing.spawn" in command]
     writers = [pid for pid, _ in server.ledger_writers()]
+    commands = [command for _, command in server.ledger_writers()]
     assert len(workers) == 2 and len(writers) == 2, below
     r = httpx.post(
         f"{server.url}/api/v1/ad/request",
@@ -148,6 +149,9 @@ def test_workers_and_their_ledger_writers_stop_when_the_supervisor_is_killed(
         time.sleep(0.2)
         alive = [pid for pid in alive if Path(f"/proc/{pid}").exists() and not _zombie(pid)]
     assert not alive, f"still running after the supervisor died: {alive}"
+    assert not any(Path(command.split("--listen ", 1)[1]).parent.exists() for command in commands), (
+        "the last writer out removes the socket directory the dead supervisor left"
+    )
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{server.url}/healthz", timeout=2)
 

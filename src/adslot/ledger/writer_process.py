@@ -245,6 +245,8 @@ async def serve_listening(path: Path, control: int, announce: int) -> None:
         await running
     finally:
         path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()  # the last writer out, if `adslot serve` died before it could
         await store.close()
 
 
