@@ -8,6 +8,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -199,3 +200,18 @@ def test_a_worker_that_names_another_database_is_refused(
         await reads.close()
 
     asyncio.run(scenario())
+
+
+def test_a_worker_gives_up_at_once_when_the_shared_writers_directory_is_gone(
+    db: LedgerDatabase, socket_dir: Path
+) -> None:
+    gone = socket_dir / "removed"
+
+    async def scenario() -> float:
+        (store,) = stores(db, gone, 1)
+        started = time.monotonic()
+        with pytest.raises(RuntimeError, match="are gone"):
+            await store.start()
+        return time.monotonic() - started
+
+    assert asyncio.run(scenario()) < 5, "no writer will come back to a directory that is gone"

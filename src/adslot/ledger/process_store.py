@@ -122,6 +122,9 @@ class ProcessLedgerStore:
                     writer.close()
             if loop.time() > deadline:
                 raise RuntimeError(f"no ledger writer answers at {path}")
+            if not path.parent.is_dir():
+                # Removed by `adslot serve` on its way out, or by its last writer if it died: none will come.
+                raise RuntimeError(f"the shared ledger writers at {path.parent} are gone")
             await asyncio.sleep(DIAL_PAUSE_SECONDS)
 
     @staticmethod
