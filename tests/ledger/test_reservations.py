@@ -273,6 +273,7 @@ def test_a_batch_of_claimless_issues_costs_sqlite_no_counter_statement(sqlite_db
     others = [s.split(" (")[0] for s in seen if not s.startswith("INSERT INTO ad_requests")]
     assert others == [
         "BEGIN IMMEDIATE",
+        "PRAGMA data_version",
         "INSERT INTO request_stats",
         "COMMIT",
     ]

@@ -26,6 +26,7 @@ except ImportError:  # pragma: no cover - Windows has no flock; SQLite's busy ha
 from adslot.ids import uuid_from_int
 from adslot.ledger.claims import closes_at
 from adslot.ledger.records import COLUMNS, ISSUE_COLUMNS, AdRequest, Operation, Verdict
+from adslot.ledger.remembered import Remembered, issued
 from adslot.ledger.resolve import FireKey
 from adslot.ledger.store import (
     COALESCE_SET,
@@ -47,6 +48,9 @@ from adslot.ledger.store import (
 )
 
 SELECT = SELECT_ONE + "?"
+DATA_VERSION = "PRAGMA data_version"
+"""Changes when another connection commits: read under the write lock, it says whether what this writer
+remembers (remembered.py) still holds."""
 INSERT = f"INSERT INTO ad_requests ({INSERT_COLUMNS}) VALUES ({', '.join('?' * len(ISSUE_COLUMNS))})"
 FIRST_FIRES = (
     "INSERT INTO pop_fires (ad_request_id, event, layer, at) VALUES {values} "
@@ -116,9 +120,11 @@ def _row_to_record(ident: uuid.UUID, row: tuple[object, ...]) -> AdRequest:
     return AdRequest(ident, *row[1:])  # type: ignore[arg-type]
 
 
-def _read_current(conn: sqlite3.Connection, batch: Batch) -> list[uuid.UUID]:
-    """The named ad requests' state, and the expired ones to settle (added to the state): their ids."""
-    ids = batch.named_ids()
+def _read_current(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> list[uuid.UUID]:
+    """The named ad requests' state (what this writer does not remember), and the expired ones to settle
+    (added to the state): their ids."""
+    remembered, ids = memory.states(batch.named_ids())
+    batch.current.update(remembered)
     for i in range(0, len(ids), CHUNK):
         by_hex = {u.hex: u for u in ids[i : i + CHUNK]}
         query = STATE.format(marks=", ".join("?" * len(by_hex)))
@@ -135,8 +141,8 @@ def _read_current(conn: sqlite3.Connection, batch: Batch) -> list[uuid.UUID]:
     return found
 
 
-def _first_fires(conn: sqlite3.Connection, batch: Batch) -> set[FireKey]:
-    keys = batch.fire_candidates()
+def _first_fires(conn: sqlite3.Connection, batch: Batch, keys: list[FireKey]) -> set[FireKey]:
+    """Offer `keys` to pop_fires: the ones it did not hold yet."""
     fresh: set[FireKey] = set()
     times = batch.first_fire_times(keys)
     for i in range(0, len(keys), CHUNK):
@@ -149,10 +155,13 @@ def _first_fires(conn: sqlite3.Connection, batch: Batch) -> set[FireKey]:
     return fresh
 
 
-def _apply(conn: sqlite3.Connection, batch: Batch) -> None:
-    """The batch plan's I/O, inside the caller's BEGIN IMMEDIATE (SQLite's one write lock)."""
-    due = _read_current(conn, batch)
-    fresh = _first_fires(conn, batch) if batch.fires else set()
+def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> list[FireKey]:
+    """The batch plan's I/O, inside the caller's BEGIN IMMEDIATE (SQLite's one write lock); returns the
+    fires it offered to pop_fires (all of them stored once it commits)."""
+    due = _read_current(conn, batch, memory)
+    # A fire that pop_fires holds, as this writer remembers, is a repeat: no need to offer it again.
+    offered = memory.unstored(batch.fire_candidates()) if batch.fires else []
+    fresh = _first_fires(conn, batch, offered) if offered else set()
     batch.resolve(fresh, due)
     keys = batch.counter_keys()
     for i in range(0, len(keys), CHUNK):
@@ -190,6 +199,7 @@ def _apply(conn: sqlite3.Connection, batch: Batch) -> None:
     prune = batch.prune()
     if prune is not None:
         conn.execute(PRUNE, prune)
+    return offered
 
 
 class WriteTurn:
@@ -232,6 +242,7 @@ class SqliteLedgerStore:
         self._reader: sqlite3.Connection | None = None
         self._writer: sqlite3.Connection | None = None
         self._turn: WriteTurn | None = None
+        self._memory = Remembered()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="adslot-sqlite-writer")
 
     async def start(self) -> None:
@@ -273,12 +284,21 @@ class SqliteLedgerStore:
             raise RuntimeError("this ledger store only reads: its writer process writes")
         assert conn is not None and turn is not None, "store not started"
         batch = Batch.of(operations)
+        memory = self._memory
         with turn:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                _apply(conn, batch)
+                memory.check(conn.execute(DATA_VERSION).fetchone()[0])
+                offered = _apply(conn, batch, memory)
                 conn.execute("COMMIT")
             except BaseException:
+                memory.forget()
                 conn.execute("ROLLBACK")
                 raise
+        memory.commit(
+            batch.current,
+            batch.changes,
+            offered,
+            [(record.id, issued(record, claims, TIME_COLUMNS)) for record, claims in batch.admitted],
+        )
         return batch.verdicts()

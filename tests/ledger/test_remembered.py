@@ -1,0 +1,90 @@
+"""What a ledger writer remembers of its own committed rows, and when it forgets."""
+
+from __future__ import annotations
+
+import uuid
+
+from adslot.ledger.remembered import Remembered, after, issued
+from adslot.ledger.resolve import Current, RowChange
+from adslot.ledger.store import TIME_COLUMNS
+from tests.ledger.stores import record
+
+A = uuid.UUID(int=1)
+B = uuid.UUID(int=2)
+EMPTY = dict.fromkeys(TIME_COLUMNS)
+
+
+def state(**times: int) -> Current:
+    return Current(1000, EMPTY | times, 5, None, None)
+
+
+def test_a_change_sets_each_event_time_once_and_the_settlement_once() -> None:
+    before = Current(1000, EMPTY | {"impression_at": 10}, 5, '{"c":1}', None)
+    change = RowChange(set_times={"impression_at": 99, "start_at": 12}, settled_at=50, settle_reason="played")
+    new = after(before, change)
+    assert new.times["impression_at"] == 10 and new.times["start_at"] == 12
+    assert new.settle_reason == "played" and new.claims == '{"c":1}' and new.account_id == 5
+    assert before.times["start_at"] is None, "the state it was given is left as it was"
+    settled = Current(1000, EMPTY, 5, None, "released")
+    assert after(settled, RowChange(settle_reason="expired")).settle_reason == "released"
+
+
+def test_a_change_of_counters_only_leaves_the_state_as_it_was() -> None:
+    before = state(impression_at=10)
+    assert after(before, RowChange(duplicates=3, late=1)) is before
+    assert after(before, None) is before
+
+
+def test_an_issued_ad_request_is_remembered_unfired_and_unsettled() -> None:
+    made = record()
+    new = issued(made, '{"k":1}', TIME_COLUMNS)
+    assert new == Current(made.expires_at, EMPTY, made.account_id, '{"k":1}', None)
+
+
+def test_committed_states_are_found_and_the_rest_must_be_read() -> None:
+    memory = Remembered()
+    memory.check(1)
+    memory.commit({A: state()}, {A: RowChange(set_times={"impression_at": 7})}, [], [])
+    found, missing = memory.states([A, B])
+    assert found == {A: state(impression_at=7)} and missing == [B]
+
+
+def test_fires_offered_in_a_committed_batch_are_not_offered_again_but_the_other_layers_are() -> None:
+    memory = Remembered()
+    memory.check(1)
+    memory.commit({A: state()}, {}, [(A, "impression", "wrapper")], [])
+    keys = [(A, "impression", "wrapper"), (A, "impression", "inline"), (B, "impression", "wrapper")]
+    assert memory.unstored(keys) == [(A, "impression", "inline"), (B, "impression", "wrapper")]
+    memory.commit({A: state(impression_at=7)}, {}, [(A, "start", "wrapper")], [])
+    assert memory.unstored([(A, "impression", "wrapper"), (A, "start", "wrapper")]) == []
+
+
+def test_another_writers_commit_makes_it_forget_everything() -> None:
+    memory = Remembered()
+    memory.check(1)
+    memory.commit({A: state()}, {}, [(A, "impression", "wrapper")], [(B, state())])
+    memory.check(1)
+    assert len(memory) == 2
+    memory.check(2)
+    assert len(memory) == 0
+    assert memory.unstored([(A, "impression", "wrapper")]) == [(A, "impression", "wrapper")]
+
+
+def test_a_failed_batch_makes_it_forget_everything_even_at_the_same_version() -> None:
+    memory = Remembered()
+    memory.check(1)
+    memory.commit({A: state()}, {}, [], [])
+    memory.forget()
+    memory.check(1)
+    assert memory.states([A]) == ({}, [A])
+
+
+def test_beyond_its_limit_the_rows_written_longest_ago_are_forgotten_first() -> None:
+    memory = Remembered(limit=2)
+    memory.check(1)
+    ids = [uuid.UUID(int=n) for n in range(1, 4)]
+    memory.commit({}, {}, [], [(ids[0], state()), (ids[1], state())])
+    memory.commit({ids[0]: state()}, {}, [], [])  # written again: now the newest
+    memory.commit({}, {}, [], [(ids[2], state())])
+    found, missing = memory.states(ids)
+    assert set(found) == {ids[0], ids[2]} and missing == [ids[1]]

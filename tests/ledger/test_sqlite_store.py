@@ -1,0 +1,93 @@
+"""The SQLite ledger store's writer: what it remembers of its own rows, and that it never trusts it after
+another connection wrote."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from adslot.environment import prepare_database
+from adslot.ledger.records import Fire, Issue, Release
+from adslot.ledger.sqlite_store import SqliteLedgerStore
+from adslot.storage.database import sqlite_path
+from tests.conftest import free_port, make_settings
+from tests.ledger.stores import PLAY, record
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Path:
+    settings, _ = make_settings(tmp_path, "sqlite", free_port())
+    env = settings.environment("production")
+    prepare_database(env)
+    return sqlite_path(env.database_url)
+
+
+@pytest.fixture
+def store(database: Path) -> Iterator[SqliteLedgerStore]:
+    store = SqliteLedgerStore(database)
+    asyncio.run(store.start())
+    yield store
+    asyncio.run(store.close())
+
+
+def outcomes(store: SqliteLedgerStore, *ops: Fire | Issue | Release) -> list[str]:
+    return [v.outcome for v in store.apply_blocking(list(ops))]
+
+
+def test_a_players_repeats_read_no_state_and_offer_nothing_to_pop_fires_yet_are_counted_as_duplicates(
+    store: SqliteLedgerStore, database: Path
+) -> None:
+    made = record()
+    fire = Fire(made.id, "impression", "wrapper", PLAY)
+    assert outcomes(store, Issue(made)) == ["issued"]
+    assert outcomes(store, fire) == ["counted"]
+    seen: list[str] = []
+    writer = store._writer
+    assert isinstance(writer, sqlite3.Connection)
+    writer.set_trace_callback(seen.append)
+    assert outcomes(store, fire, fire) == ["duplicate", "duplicate"]
+    writer.set_trace_callback(None)
+    assert not [s for s in seen if s.startswith("SELECT") or "pop_fires" in s], seen
+    assert [s.split(" SET ")[0] for s in seen if s.startswith("UPDATE")] == ["UPDATE ad_requests"]
+    stored = asyncio.run(store.get(made.id))
+    assert stored is not None and stored.impression_at == PLAY and stored.duplicate_count == 2
+
+
+def test_the_other_layers_first_fire_is_still_offered_and_is_an_echo(store: SqliteLedgerStore) -> None:
+    made = record()
+    assert outcomes(store, Issue(made)) == ["issued"]
+    assert outcomes(store, Fire(made.id, "complete", "wrapper", PLAY)) == ["counted"]
+    assert outcomes(store, Fire(made.id, "complete", "inline", PLAY)) == ["echo"]
+    assert outcomes(store, Fire(made.id, "complete", "inline", PLAY)) == ["duplicate"]
+
+
+def test_after_another_writer_released_an_ad_request_a_fire_on_it_is_not_counted(
+    store: SqliteLedgerStore, database: Path
+) -> None:
+    """The writer remembers the ad request unplayed and unreleased; another connection then releases it.
+    Trusting that memory would count the impression of a released ad request (its reservation already
+    given back); the writer must notice the other commit and read the row again."""
+    made = record()
+    assert outcomes(store, Issue(made)) == ["issued"]
+    other = SqliteLedgerStore(database)
+    asyncio.run(other.start())
+    try:
+        assert outcomes(other, Release(made.id, made.account_id, PLAY - 10)) == ["released"]
+    finally:
+        asyncio.run(other.close())
+    assert outcomes(store, Fire(made.id, "impression", "wrapper", PLAY)) == ["released"]
+
+
+def test_a_batch_that_fails_leaves_no_memory_of_what_it_rolled_back(store: SqliteLedgerStore) -> None:
+    made = record()
+    store.apply_blocking([Issue(made)])
+    duplicate_id = Issue(made)  # the same primary key again: the INSERT fails and the batch rolls back
+    with pytest.raises(sqlite3.IntegrityError):
+        store.apply_blocking([Fire(made.id, "impression", "wrapper", PLAY), duplicate_id])
+    assert outcomes(store, Fire(made.id, "impression", "wrapper", PLAY)) == ["counted"]
+    stored = asyncio.run(store.get(made.id))
+    assert stored is not None and stored.impression_at == PLAY and stored.duplicate_count == 0
