@@ -88,3 +88,10 @@ def test_beyond_its_limit_the_rows_written_longest_ago_are_forgotten_first() -> 
     memory.commit({}, {}, [], [(ids[2], state())])
     found, missing = memory.states(ids)
     assert set(found) == {ids[0], ids[2]} and missing == [ids[1]]
+
+
+def test_fires_known_without_a_state_are_not_offered_yet_their_state_must_still_be_read() -> None:
+    memory = Remembered()
+    memory.stored([(A, "start", "wrapper")])
+    assert memory.unstored([(A, "start", "wrapper"), (A, "start", "inline")]) == [(A, "start", "inline")]
+    assert memory.states([A]) == ({}, [A])

@@ -17,6 +17,7 @@ import asyncpg
 
 from adslot.ledger.claims import closes_at
 from adslot.ledger.records import COLUMNS, ISSUE_COLUMNS, AdRequest, Operation, Verdict
+from adslot.ledger.remembered import Remembered
 from adslot.ledger.resolve import FireKey
 from adslot.ledger.store import (
     COALESCE_SET,
@@ -116,18 +117,21 @@ async def _read_current(conn: asyncpg.Connection, batch: Batch) -> list[uuid.UUI
     return found
 
 
-async def _first_fires(conn: asyncpg.Connection, batch: Batch) -> set[FireKey]:
-    keys = batch.fire_candidates()
-    if not keys:
-        return set()
+async def _first_fires(conn: asyncpg.Connection, batch: Batch, keys: list[FireKey]) -> set[FireKey]:
+    """Offer `keys` to pop_fires: the ones it did not hold yet."""
     rows = await conn.fetch(FIRST_FIRES, *_columns(keys, 3), batch.first_fire_times(keys))
     return {(r[0], r[1], r[2]) for r in rows}
 
 
-async def _apply(conn: asyncpg.Connection, batch: Batch) -> None:
-    """The batch plan's I/O, inside the caller's transaction."""
+async def _apply(conn: asyncpg.Connection, batch: Batch, memory: Remembered) -> list[FireKey]:
+    """The batch plan's I/O, inside the caller's transaction; returns the fires it offered to pop_fires.
+
+    Of what this store remembers it trusts only the fires: another node may change an ad request's state
+    (so every state is read and locked), but a fire stored in pop_fires is never removed, so a fire this
+    store saw stored is a repeat whoever else wrote since."""
     due = await _read_current(conn, batch)
-    fresh = await _first_fires(conn, batch) if batch.fires else set()
+    offered = memory.unstored(batch.fire_candidates()) if batch.fires else []
+    fresh = await _first_fires(conn, batch, offered) if offered else set()
     batch.resolve(fresh, due)
     keys = batch.counter_keys()
     if keys:
@@ -151,6 +155,7 @@ async def _apply(conn: asyncpg.Connection, batch: Batch) -> None:
     prune = batch.prune()
     if prune is not None:
         await conn.execute(PRUNE, *prune)
+    return offered
 
 
 class _Connection(asyncpg.Connection):  # type: ignore[misc]
@@ -170,6 +175,8 @@ class PostgresLedgerStore:
         self._schema = schema
         self._pool_size = pool_size
         self._pool: asyncpg.Pool | None = None
+        self._fires = Remembered()
+        """The fires it saw stored (see _apply); it remembers no state."""
 
     async def start(self) -> None:
         settings = {"search_path": self._schema} if self._schema else {}
@@ -201,5 +208,6 @@ class PostgresLedgerStore:
         assert self._pool is not None, "store not started"
         batch = Batch.of(operations)
         async with self._pool.acquire() as conn, conn.transaction():
-            await _apply(conn, batch)
+            offered = await _apply(conn, batch, self._fires)
+        self._fires.stored(offered)
         return batch.verdicts()

@@ -26,7 +26,8 @@ network's traffic (pixels follow their ad request within a play window), about 5
 
 @dataclass(slots=True)
 class _Row:
-    state: Current
+    state: Current | None
+    """None: only its fires are known (a store that must read every state, PostgreSQL's)."""
     fires: set[tuple[str, str]] | None = None
     """(event, layer) pairs that pop_fires holds for this ad request (None until the first)."""
 
@@ -76,7 +77,7 @@ class Remembered:
         rows = self._rows
         for ident in ids:
             row = rows.get(ident)
-            if row is None:
+            if row is None or row.state is None:
                 missing.append(ident)
             else:
                 found[ident] = row.state
@@ -105,15 +106,27 @@ class Remembered:
             row = rows.pop(ident, None)
             new = after(state, changes.get(ident))
             rows[ident] = _Row(new) if row is None else _Row(new, row.fires)  # re-inserted: newest last
-        for ident, event, layer in offered:
-            row = rows.get(ident)
-            if row is not None:
-                if row.fires is None:
-                    row.fires = set()
-                row.fires.add((event, layer))
+        self.stored(offered)
         for ident, state in admitted:
             rows.pop(ident, None)
             rows[ident] = _Row(state)
+        self._trim()
+
+    def stored(self, offered: Iterable[FireKey]) -> None:
+        """After a COMMIT: the `offered` fires are all in pop_fires now (new or not). pop_fires never drops
+        a row, so this stays true whoever writes next."""
+        rows = self._rows
+        for ident, event, layer in offered:
+            row = rows.get(ident)
+            if row is None:
+                row = rows[ident] = _Row(None)
+            if row.fires is None:
+                row.fires = set()
+            row.fires.add((event, layer))
+        self._trim()
+
+    def _trim(self) -> None:
+        rows = self._rows
         excess = len(rows) - self._limit
         if excess > 0:
             for ident in list(_first(rows, excess)):
