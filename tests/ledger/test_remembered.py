@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from adslot.ledger.remembered import Remembered, after, issued
 from adslot.ledger.resolve import Current, RowChange
 from adslot.ledger.store import TIME_COLUMNS
@@ -95,3 +97,12 @@ def test_fires_known_without_a_state_are_not_offered_yet_their_state_must_still_
     memory.stored([(A, "start", "wrapper")])
     assert memory.unstored([(A, "start", "wrapper"), (A, "start", "inline")]) == [(A, "start", "inline")]
     assert memory.states([A]) == ({}, [A])
+
+
+def test_unfired_states_share_one_read_only_mapping_of_times() -> None:
+    first, second = issued(record(), None, TIME_COLUMNS), issued(record(), None, TIME_COLUMNS)
+    assert first.times is second.times and dict(first.times) == EMPTY
+    fired = after(first, RowChange(set_times={"impression_at": 3}))
+    assert fired.times["impression_at"] == 3 and first.times["impression_at"] is None
+    with pytest.raises(TypeError):
+        first.times["start_at"] = 1  # type: ignore[index]

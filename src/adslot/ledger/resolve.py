@@ -15,7 +15,7 @@ move (delivered with a counted impression, returned with a release or an unplaye
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from adslot.ledger.records import EVENT_COLUMNS, Fire, Outcome, Release, SettleReason, Verdict
@@ -28,7 +28,7 @@ class Current:
     """An ad request as stored before this batch: expiry, event times, owner, claims and settlement."""
 
     expires_at: int
-    times: dict[str, int | None]
+    times: Mapping[str, int | None]
     account_id: int = 0
     claims: str | None = None
     settle_reason: str | None = None
