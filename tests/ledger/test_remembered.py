@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import uuid
 
 import pytest
@@ -39,7 +40,7 @@ def test_a_change_of_counters_only_leaves_the_state_as_it_was() -> None:
 
 def test_an_issued_ad_request_is_remembered_unfired_and_unsettled() -> None:
     made = record()
-    new = issued(made, '{"k":1}', TIME_COLUMNS)
+    new = issued(made, '{"k":1}')
     assert new == Current(made.expires_at, EMPTY, made.account_id, '{"k":1}', None)
 
 
@@ -100,9 +101,27 @@ def test_fires_known_without_a_state_are_not_offered_yet_their_state_must_still_
 
 
 def test_unfired_states_share_one_read_only_mapping_of_times() -> None:
-    first, second = issued(record(), None, TIME_COLUMNS), issued(record(), None, TIME_COLUMNS)
+    first, second = issued(record(), None), issued(record(), None)
     assert first.times is second.times and dict(first.times) == EMPTY
     fired = after(first, RowChange(set_times={"impression_at": 3}))
     assert fired.times["impression_at"] == 3 and first.times["impression_at"] is None
     with pytest.raises(TypeError):
         first.times["start_at"] = 1  # type: ignore[index]
+
+
+def test_what_it_remembers_leaves_the_garbage_collectors_sight_after_two_collections() -> None:
+    """Every waiting request would feel a full collection that walks 100,000 remembered ad requests. (A
+    collection untracks a row's tuple of times first and the row itself in the next.)"""
+    memory = Remembered()
+    memory.check(1)
+    made = [record() for _ in range(50)]
+    memory.commit({}, {}, [], [(r.id, issued(r, '{"k":1}')) for r in made])
+    fired = {r.id: state() for r in made[:10]}
+    memory.commit(
+        fired, {i: RowChange(set_times={"start_at": 4}) for i in fired}, [(made[0].id, "start", "inline")], []
+    )
+    gc.collect()
+    gc.collect()
+    rows = memory._rows
+    assert len(rows) == 50 and not any(gc.is_tracked(row) for row in rows.values())
+    assert memory.states([made[0].id])[0][made[0].id].times["start_at"] == 4

@@ -299,6 +299,6 @@ class SqliteLedgerStore:
             batch.current,
             batch.changes,
             offered,
-            [(record.id, issued(record, claims, TIME_COLUMNS)) for record, claims in batch.admitted],
+            [(record.id, issued(record, claims)) for record, claims in batch.admitted],
         )
         return batch.verdicts()
