@@ -63,11 +63,14 @@ def issued(record: AdRequest, claims: str | None) -> Current:
     return Current(record.expires_at, _UNFIRED, record.account_id, claims, None)
 
 
+_NO_TIMES: tuple[int | None, ...] = (None,) * len(TIME_COLUMNS)
+
+
 def _row(state: Current, fires: int) -> _Row:
     times = state.times
     return (
         state.expires_at,
-        tuple(times.get(c) for c in TIME_COLUMNS),
+        _NO_TIMES if times is _UNFIRED else tuple(times.get(c) for c in TIME_COLUMNS),
         state.account_id,
         state.claims,
         state.settle_reason,
@@ -76,11 +79,9 @@ def _row(state: Current, fires: int) -> _Row:
 
 
 def _state(row: _Row) -> Current:
-    times = row[1]
-    mapping = (
-        _UNFIRED if not any(t is not None for t in times) else dict(zip(TIME_COLUMNS, times, strict=True))
-    )
-    return Current(row[0], mapping, row[2], row[3], row[4])
+    expires_at, times, account_id, claims, settle_reason, _ = row
+    mapping = _UNFIRED if times is _NO_TIMES else dict(zip(TIME_COLUMNS, times, strict=True))
+    return Current(expires_at, mapping, account_id, claims, settle_reason)
 
 
 class Remembered:
