@@ -17,6 +17,7 @@ Pure: no I/O; the store feeds it versions, the batch it committed and the fires 
 from __future__ import annotations
 
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 
@@ -86,7 +87,9 @@ def _state(row: _Row) -> Current:
 
 class Remembered:
     def __init__(self, limit: int = LIMIT) -> None:
-        self._rows: dict[int, _Row] = {}
+        self._rows: OrderedDict[int, _Row] = OrderedDict()
+        """Oldest written first. An OrderedDict drops its oldest entry in O(1); a plain dict, emptied from
+        the front, leaves deleted slots there that every later look for its first entry walks again."""
         self._limit = limit
         self._version: object = None
 
@@ -136,11 +139,13 @@ class Remembered:
         """After a COMMIT: remember what it left. `offered` fires are all in pop_fires now (new or not)."""
         rows = self._rows
         for ident, state in states.items():
-            old = rows.pop(ident.int, None)  # re-inserted below: the newest written last
-            rows[ident.int] = _row(after(state, changes.get(ident)), 0 if old is None else old[5])
+            key = ident.int
+            old = rows.get(key)
+            rows[key] = _row(after(state, changes.get(ident)), 0 if old is None else old[5])
+            rows.move_to_end(key)  # the newest written last
         for ident, state in admitted:
-            rows.pop(ident.int, None)
             rows[ident.int] = _row(state, 0)
+            rows.move_to_end(ident.int)
         self.stored(offered)
 
     def stored(self, offered: Iterable[FireKey]) -> None:
@@ -151,7 +156,5 @@ class Remembered:
             expires_at, times, account_id, claims, settle_reason, fires = rows.get(ident.int, _NO_STATE)
             fires |= _BITS.get((event, layer), 0)
             rows[ident.int] = (expires_at, times, account_id, claims, settle_reason, fires)
-        excess = len(rows) - self._limit
-        if excess > 0:
-            for key in [key for key, _ in zip(rows, range(excess), strict=False)]:
-                del rows[key]
+        while len(rows) > self._limit:
+            rows.popitem(last=False)
