@@ -125,3 +125,15 @@ def test_what_it_remembers_leaves_the_garbage_collectors_sight_after_two_collect
     rows = memory._rows
     assert len(rows) == 50 and not any(gc.is_tracked(row) for row in rows.values())
     assert memory.states([made[0].id])[0][made[0].id].times["start_at"] == 4
+
+
+def test_a_repeat_keeps_the_remembered_row_and_makes_it_the_newest() -> None:
+    memory = Remembered(limit=2)
+    memory.check(1)
+    memory.commit({}, {}, [(A, "start", "wrapper")], [(A, state(start_at=4)), (B, state())])
+    found, _ = memory.states([A])
+    memory.commit(found, {A: RowChange(duplicates=1)}, [], [])  # a repeat: only a counter moved
+    memory.commit({}, {}, [], [(uuid.UUID(int=3), state())])  # B, now the oldest, is forgotten
+    found, missing = memory.states([A, B])
+    assert found == {A: state(start_at=4)} and missing == [B]
+    assert memory.unstored([(A, "start", "wrapper")]) == []

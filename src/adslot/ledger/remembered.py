@@ -20,22 +20,24 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
+from typing import get_args
 
-from adslot.ledger.records import EVENT_COLUMNS, AdRequest
+from adslot.ledger.records import EVENT_COLUMNS, AdRequest, Layer
 from adslot.ledger.resolve import Current, FireKey, RowChange
+from adslot.ledger.store import TIME_COLUMNS
 
 LIMIT = 100_000
 """Ad requests remembered at most, the ones written longest ago forgotten first: minutes of a busy screen
-network's traffic (pixels follow their ad request within a play window), about 25 MB. An ad request no longer
-remembered is read from the database, as it would be without this memory."""
+network's traffic (pixels follow their ad request within a play window). Each costs about 200 bytes
+(tracemalloc, its key and one stored fire included), about 100 more once an event has fired: 20-30 MB in all.
+An ad request no longer remembered is read from the database, as it would be without this memory."""
 
-TIME_COLUMNS = tuple(EVENT_COLUMNS.values())
 _UNFIRED: Mapping[str, int | None] = MappingProxyType(dict.fromkeys(TIME_COLUMNS))
 """The times of every state with no event yet: one read-only mapping that they all share."""
 _BITS = {
     (event, layer): 1 << (2 * n + k)
     for n, event in enumerate(EVENT_COLUMNS)
-    for k, layer in enumerate(("wrapper", "inline"))
+    for k, layer in enumerate(get_args(Layer))
 }
 """One bit per (event, layer) a stored fire can have."""
 
@@ -136,12 +138,18 @@ class Remembered:
         offered: Iterable[FireKey],
         admitted: Iterable[tuple[uuid.UUID, Current]],
     ) -> None:
-        """After a COMMIT: remember what it left. `offered` fires are all in pop_fires now (new or not)."""
+        """After a COMMIT: remember what it left. `offered` fires are all in pop_fires now (new or not).
+
+        `states` are the batch's states as states() gave them (or the database, for the ids it did not
+        remember), so a remembered one that no change altered is kept as it is."""
         rows = self._rows
         for ident, state in states.items():
             key = ident.int
             old = rows.get(key)
-            rows[key] = _row(after(state, changes.get(ident)), 0 if old is None else old[5])
+            new = after(state, changes.get(ident))
+            # A remembered state is what `state` was read from: unchanged (every repeat), its row stays.
+            if old is None or old[0] < 0 or new is not state:
+                rows[key] = _row(new, 0 if old is None else old[5])
             rows.move_to_end(key)  # the newest written last
         for ident, state in admitted:
             rows[ident.int] = _row(state, 0)
