@@ -2,17 +2,20 @@
 
     python -m bench.profile --scenario impression            # or ad_request_json, vast, tracking
     python -m bench.profile --scenario impression --bare     # the bare app, for the uvicorn share
+    python -m bench.profile --scenario impression --postgres postgresql://postgres@127.0.0.1:5432/test
 
-Starts adslot on SQLite (set up through the CLI, as `python -m bench` does), makes real ad requests,
-drives one scenario with wrk and records, at a low rate so as not to slow what it measures: the worker's
-thread while it holds the GIL (`py-spy --gil`: the time the worker is busy, including its socket system
-calls) and the ledger writer process (busy samples only). Each sample is put in a bucket by the code it is
-in; a bucket's share of the samples, divided by the requests served while recording, is its microseconds
-per request.
+Starts adslot on SQLite, or on PostgreSQL in fresh schemas with `--postgres` (set up through the CLI, as
+`python -m bench` does), makes real ad requests, drives one scenario with wrk and records, at a low rate so as
+not to slow what it measures: the worker's thread while it holds the GIL (`py-spy --gil`: the time the worker
+is busy, including its socket system calls) and the ledger writer process (busy samples only). Each sample is
+put in a bucket by the code it is in; a bucket's share of the samples, divided by the requests served while
+recording, is its microseconds per request.
 
 Then it runs the same load again without py-spy and reads each process's CPU time from /proc (user and
 system, which the samples cannot split and partly miss: socket and file system calls run in the kernel),
-and wrk's own from the children's times: the exact CPU each request costs each process.
+and wrk's own from the children's times: the exact CPU each request costs each process. With
+`--postgres` the table adds every PostgreSQL server process of the machine (its backends, WAL writer and
+checkpointer), as one row: their CPU comes off the same cores.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from contextlib import ExitStack
 from functools import cache
 from pathlib import Path
 
+from bench.postgres import drop_schemas, fresh_schemas, unreachable_reason
 from bench.scenarios import Scenario, select
 from bench.servers import (
     SCREEN_ID,
@@ -88,6 +92,7 @@ WRITER_BUCKETS: list[Rule] = [
         "BEGIN IMMEDIATE (SQLite's write lock)",
         lambda f: f"sqlite_store.py:{_line_of('BEGIN IMMEDIATE')})" in f,
     ),
+    ("asyncpg: statements out, rows in (PostgreSQL)", lambda f: "asyncpg/" in f),
     ("reads: state of the named ad requests", lambda f: "_read_current" in f or "current_of" in f),
     ("INSERT first fires into pop_fires", lambda f: "_first_fires" in f),
     (
@@ -96,10 +101,10 @@ WRITER_BUCKETS: list[Rule] = [
     ),
     (
         "writes: UPDATE/INSERT ad_requests, counters, stats",
-        lambda f: "sqlite_store.py" in f and "_apply " in f,
+        lambda f: ("sqlite_store.py" in f or "postgres_store.py" in f) and "_apply " in f,
     ),
     ("frames: decode batch, encode verdicts", lambda f: "wire.py" in f),
-    ("the rest of the batch in sqlite_store.py", lambda f: "sqlite_store.py" in f),
+    ("the rest of the batch in the store", lambda f: "sqlite_store.py" in f or "postgres_store.py" in f),
 ]
 
 
@@ -137,15 +142,40 @@ def process_cpu_seconds(pid: int) -> tuple[float, float]:
     return int(fields[11]) / tick, int(fields[12]) / tick
 
 
+def postgres_pids() -> list[int]:
+    """Every PostgreSQL server process on this machine (the server runs beside the benchmark, on loopback)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == "postgres":
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _cpu_seconds(pids: list[int]) -> tuple[float, float]:
+    """(user, system) summed over processes; one that exited in between counts what was last read of it."""
+    user = system = 0.0
+    for pid in pids:
+        try:
+            u, s = process_cpu_seconds(pid)
+        except OSError:
+            continue
+        user, system = user + u, system + s
+    return user, system
+
+
 def cpu_per_request(
-    load: Callable[[int], WrkResult], seconds: int, pids: dict[str, int]
+    load: Callable[[int], WrkResult], seconds: int, pids: dict[str, list[int]]
 ) -> tuple[WrkResult, list[tuple[str, float, float]]]:
-    """One load run: (user µs, system µs) per request for each named process, and for wrk itself (our
-    only child that runs and is reaped meanwhile)."""
-    before = {name: process_cpu_seconds(pid) for name, pid in pids.items()}
+    """One load run: (user µs, system µs) per request for each named group of processes, and for wrk itself
+    (our only child that runs and is reaped meanwhile)."""
+    before = {name: _cpu_seconds(group) for name, group in pids.items()}
     children = os.times()
     result = load(seconds)
-    after = {name: process_cpu_seconds(pid) for name, pid in pids.items()}
+    after = {name: _cpu_seconds(group) for name, group in pids.items()}
     children_after = os.times()
     scale = 1e6 / (result.rps * seconds)
     rows = [
@@ -182,16 +212,42 @@ def _output(seconds: int, out: Path) -> list[str]:
     return ["-d", str(seconds), "-f", "raw", "-o", str(out), "--nonblocking"]
 
 
-def profile(scenario: Scenario, seconds: int, rate: int, bare: bool, work: Path) -> str:
+def profile(
+    scenario: Scenario, seconds: int, rate: int, bare: bool, work: Path, postgres_url: str | None = None
+) -> str:
+    if postgres_url is None:
+        return _profile(scenario, seconds, rate, bare, work, None, None)
+    reason = unreachable_reason(postgres_url)
+    if reason is not None:
+        raise SystemExit(f"PostgreSQL is not reachable at {postgres_url}: {reason}")
+    schemas = fresh_schemas()
+    try:
+        return _profile(scenario, seconds, rate, bare, work, postgres_url, schemas)
+    finally:
+        drop_schemas(postgres_url, schemas)
+
+
+def _profile(
+    scenario: Scenario,
+    seconds: int,
+    rate: int,
+    bare: bool,
+    work: Path,
+    postgres_url: str | None,
+    schemas: tuple[str, str] | None,
+) -> str:
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     wrk = wrk_binary()
     if wrk is None:
         raise SystemExit("wrk not found on PATH: install it (apt-get install wrk)")
-    key = setup_production(adslot_env(work / "data", free_port(), postgres_url=None, schemas=None, extra={}))
+
+    def settings(port: int) -> dict[str, str]:
+        return adslot_env(work / "data", port, postgres_url=postgres_url, schemas=schemas, extra={})
+
+    key = setup_production(settings(free_port()))
 
     def adslot_launch(port: int) -> tuple[list[str], dict[str, str]]:
-        env = adslot_env(work / "data", port, postgres_url=None, schemas=None, extra={})
-        return adslot_command(port, 1), env
+        return adslot_command(port, 1), settings(port)
 
     def bare_launch(port: int) -> tuple[list[str], dict[str, str]]:
         return bare_command(port, 1), bare_env(port)
@@ -244,14 +300,14 @@ def profile(scenario: Scenario, seconds: int, rate: int, bare: bool, work: Path)
         result = load(seconds)
         for spy_process in spies:
             spy_process.wait(timeout=seconds + 60)
-        names = (
-            {"uvicorn worker": worker}
-            if writer is None
-            else {"uvicorn worker": worker, "ledger writer": writer}
-        )
+        names = {"uvicorn worker": [worker]}
+        if writer is not None:
+            names["ledger writer"] = [writer]
+        if postgres_url is not None and not bare:
+            names["PostgreSQL server processes"] = postgres_pids()
         measured, cpu_rows = cpu_per_request(load, seconds, names)
     requests = result.rps * seconds
-    who = "bare app" if bare else "adslot (SQLite, 1 worker)"
+    who = "bare app" if bare else f"adslot ({'PostgreSQL' if postgres_url else 'SQLite'}, 1 worker)"
     lines = [f"### {scenario.name}: {who}, {result.rps:,.0f} req/s under wrk -c64, py-spy at {rate} Hz", ""]
     for pid, _, out, rules, is_worker in records:
         rows = fold(out, rules, worker=is_worker, rate=rate, requests=requests)
@@ -279,10 +335,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--rate", type=int, default=100, help="py-spy samples per second")
     parser.add_argument("--bare", action="store_true", help="profile the bare app instead of adslot")
+    parser.add_argument("--postgres", metavar="URL", help="run adslot on PostgreSQL at URL (fresh schemas)")
     args = parser.parse_args(argv)
     (scenario,) = select([args.scenario])
     with tempfile.TemporaryDirectory(prefix="adslot-profile-") as tmp:
-        print(profile(scenario, args.seconds, args.rate, args.bare, Path(tmp)))
+        print(profile(scenario, args.seconds, args.rate, args.bare, Path(tmp), args.postgres))
     return 0
 
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 
+import psycopg
 import pytest
 
 from tests.bench.test_bench_smoke import require_wrk, run_bench
+from tests.conftest import require_postgres
 
 
 @pytest.mark.timeout(900)
@@ -29,3 +31,29 @@ def test_profile_prints_a_microsecond_budget_for_the_worker_and_its_ledger_write
     assert [name for name, _, _ in cpu] == ["uvicorn worker", "ledger writer", "wrk, the load generator"]
     assert all(float(user) > 0 for _, user, _ in cpu), stdout
     assert re.search(r"\| \*\*server, all processes\*\* \| \| \| \*\*[\d.]+\*\* \|", stdout)
+
+
+@pytest.mark.timeout(900)
+def test_profile_on_postgresql_adds_the_server_processes_cpu_and_drops_its_schemas() -> None:
+    require_wrk()
+    url = require_postgres()
+    before = _bench_schemas(url)
+    stdout = run_bench(
+        "bench.profile", "--scenario", "impression", "--seconds", "2", "--postgres", url, timeout=840
+    )
+    assert re.search(r"### impression: adslot \(PostgreSQL, 1 worker\), [\d,]+ req/s", stdout)
+    assert "asyncpg: statements out, rows in (PostgreSQL)" in stdout
+    cpu = dict(
+        re.findall(
+            r"\| (PostgreSQL server processes|ledger writer) \| [\d.]+ \| [\d.]+ \| ([\d.]+) \|", stdout
+        )
+    )
+    assert set(cpu) == {"PostgreSQL server processes", "ledger writer"}, stdout
+    assert all(float(total) > 0 for total in cpu.values()), stdout
+    assert _bench_schemas(url) == before
+
+
+def _bench_schemas(url: str) -> set[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'bench_%'").fetchall()
+    return {row[0] for row in rows}

@@ -1,10 +1,26 @@
-"""The writer process's rule for what goes into its next transaction."""
+"""The writer process's rules: what goes into its next transaction, how many run at once, answer order."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import cast
 
-from adslot.ledger.writer_process import Client, Item, one_per_client
+from adslot.ledger.records import Fire, Operation, Verdict
+from adslot.ledger.sqlite_store import SqliteLedgerStore
+from adslot.ledger.store import LedgerStore
+from adslot.ledger.wire import decode_verdicts, encode_operations, read_frame, write_frame
+from adslot.ledger.writer_process import (
+    POSTGRES_LANES,
+    Applier,
+    Client,
+    Item,
+    lanes_for,
+    one_per_client,
+)
 
 A, B, C = (cast(Client, object()) for _ in range(3))
 
@@ -29,3 +45,67 @@ def test_a_client_that_left_is_closed_only_after_its_last_batch() -> None:
 
 def test_wake_ups_are_dropped() -> None:
     assert one_per_client([(None, None), (A, b"a1"), (None, None)]) == ([(A, b"a1")], [])
+
+
+class _SlowFirstStore:
+    """Applies batches with no database, the first slowly: only the applier's lanes and order are tested."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.finished: list[str] = []
+        self.slow = asyncio.Event()
+
+    async def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
+        name = ",".join(op.event for op in operations if isinstance(op, Fire))
+        self.started.append(name)
+        if not self.finished and len(self.started) == 1:
+            await self.slow.wait()  # held until the next batch has started beside it
+        self.finished.append(name)
+        return [Verdict("counted", 1) for _ in operations]
+
+
+async def _client(applier: Applier) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    ours, theirs = socket.socketpair()
+    reader, writer = await asyncio.open_connection(sock=theirs)
+    applier.attach(reader, writer)
+    return await asyncio.open_connection(sock=ours)
+
+
+async def _until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.01)
+
+
+def _fires(*events: str) -> bytes:
+    return encode_operations([Fire(uuid.uuid4(), event, "wrapper", 0) for event in events])
+
+
+def test_postgres_batches_run_in_concurrent_lanes_yet_each_client_gets_its_answers_in_order() -> None:
+    async def scenario() -> None:
+        store = _SlowFirstStore()
+        applier = Applier(cast(LedgerStore, store), b"db")
+        running = asyncio.get_running_loop().create_task(applier.run())
+        reader, writer = await _client(applier)
+        write_frame(writer, _fires("start"))
+        await _until(lambda: len(store.started) == 1)
+        write_frame(writer, _fires("midpoint", "complete"))  # one batch per client a transaction: the next
+        await _until(lambda: len(store.started) == 2)  # never, with one lane
+        assert store.finished == ["midpoint,complete"]  # committed while the first still runs
+        store.slow.set()
+        first = decode_verdicts(await read_frame(reader))
+        second = decode_verdicts(await read_frame(reader))
+        assert [len(first), len(second)] == [1, 2]  # in the order sent, although committed out of order
+        assert store.finished == ["midpoint,complete", "start"]
+        writer.close()
+        applier.stop()
+        await asyncio.wait_for(running, 5)
+
+    asyncio.run(scenario())
+
+
+def test_a_sqlite_writer_applies_one_batch_at_a_time(tmp_path: Path) -> None:
+    store = SqliteLedgerStore(tmp_path / "ledger.db")
+    assert lanes_for(store) == 1
+    assert lanes_for(cast(LedgerStore, _SlowFirstStore())) == POSTGRES_LANES > 1
