@@ -35,10 +35,16 @@ def parse_uuid(raw: str) -> uuid.UUID | None:
     return uuid_from_int(int(raw.replace("-", ""), 16))
 
 
+_UNKNOWN = uuid.SafeUUID.unknown  # an enum member read through its class costs a descriptor call each time
+_new = object.__new__
+_set_int = uuid.UUID.__dict__["int"].__set__  # UUID's own slots, set as UUID.__init__ sets them
+_set_safe = uuid.UUID.__dict__["is_safe"].__set__
+
+
 def uuid_from_int(value: int) -> uuid.UUID:
     """UUID(int=value) without its argument checks, for values already known to be 128-bit: the ledger
     turns every stored id and every pixel's id into one, so the checks cost more than the rest."""
-    made = object.__new__(uuid.UUID)
-    object.__setattr__(made, "int", value)
-    object.__setattr__(made, "is_safe", uuid.SafeUUID.unknown)
+    made: uuid.UUID = _new(uuid.UUID)
+    _set_int(made, value)
+    _set_safe(made, _UNKNOWN)
     return made

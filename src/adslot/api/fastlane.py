@@ -72,25 +72,27 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
     return b"".join(chunks)[: limit + 1]
 
 
-_encoded: dict[tuple[str, str], tuple[bytes, bytes]] = {}
-"""Header pairs as bytes, for the few constant ones (content types, cache-control) that every answer sends."""
+_tails: dict[tuple[str | None, tuple[tuple[str, str], ...]], list[tuple[bytes, bytes]]] = {}
+"""Encoded headers after content-length, per (content type, headers) of the few constant combinations that
+nearly every answer sends (a pixel's, a VAST's: content type and cache-control only)."""
+_CONSTANT = frozenset({"content-type", "cache-control"})
 
 
-def _header_bytes(name: str, value: str) -> tuple[bytes, bytes]:
-    pair = _encoded.get((name, value))
-    if pair is None:
-        pair = (name.encode(), value.encode())
-        if len(_encoded) < 64 and name in ("content-type", "cache-control"):
-            _encoded[(name, value)] = pair
-    return pair
+def _tail(content_type: str | None, headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    key = (content_type, tuple(headers))
+    tail = _tails.get(key)
+    if tail is None:
+        tail = [(b"content-type", content_type.encode())] if content_type else []
+        tail.extend((k.encode(), v.encode()) for k, v in headers)
+        if len(_tails) < 64 and all(k in _CONSTANT for k, _ in headers):
+            _tails[key] = tail
+    return tail
 
 
 async def _send(send: Send, reply: Reply, head: bool) -> None:
+    tail = _tail(reply.content_type, reply.headers)
     # RFC 9110 8.6: a 204 carries no Content-Length.
-    headers = [] if reply.status == 204 else [(b"content-length", str(len(reply.body)).encode())]
-    if reply.content_type:
-        headers.append(_header_bytes("content-type", reply.content_type))
-    headers.extend(_header_bytes(k, v) for k, v in reply.headers)
+    headers = [*tail] if reply.status == 204 else [(b"content-length", b"%d" % len(reply.body)), *tail]
     await send({"type": "http.response.start", "status": reply.status, "headers": headers})
     await send({"type": "http.response.body", "body": b"" if head else reply.body})
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import operator
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from adslot.ledger.budget import Counter, Snapshot, admit, claim_keys, deliver, release
@@ -302,7 +302,7 @@ class Batch:
             elif isinstance(op, Issue):
                 issue, verdict = next(issues)
                 if issue.claims:
-                    verdict = replace(verdict, counters=self._snapshots(list(claim_keys(issue.claims))))
+                    verdict = verdict._replace(counters=self._snapshots(list(claim_keys(issue.claims))))
                 out.append(verdict)
             elif isinstance(op, Release):
                 verdict = next(releases)
@@ -311,7 +311,7 @@ class Batch:
                     # The worker's cache must learn at once that the units are free again, or it would keep
                     # refusing the campaign (and the budget stay unsold) until its entry ages out.
                     keys = {key for key, _ in parse_claims(state.claims)}
-                    verdict = replace(verdict, counters=self._snapshots(keys))
+                    verdict = verdict._replace(counters=self._snapshots(keys))
                 out.append(verdict)
             elif isinstance(op, Settle):
                 if settle_verdict is None:
