@@ -27,7 +27,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 
 import msgspec
@@ -113,8 +113,10 @@ class Applier:
     def __init__(self, store: LedgerStore, database: bytes) -> None:
         self._store = store
         self._database = database
+        self._loop = asyncio.get_running_loop()
+        self._one_lane = lanes_for(store) == 1
         self._lanes = asyncio.Semaphore(lanes_for(store))
-        self._answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._answered: asyncio.Future[None] = self._loop.create_future()
         """Set once the latest batch's answers are written (each batch's answers wait for the one before)."""
         self._answered.set_result(None)
         self._answering: set[asyncio.Task[None]] = set()
@@ -143,7 +145,7 @@ class Applier:
 
     def attach(self, reader: asyncio.StreamReader, writer: Client) -> None:
         self._clients += 1
-        task = asyncio.get_running_loop().create_task(self._read(reader, writer))
+        task = self._loop.create_task(self._read(reader, writer))
         self._readers.add(task)
         task.add_done_callback(self._readers.discard)
 
@@ -167,13 +169,16 @@ class Applier:
             if not backlog:
                 backlog.append(await self._queue.get())
             await self._lanes.acquire()  # a free lane: what arrived while waiting for it joins this batch
-            await asyncio.sleep(0)  # let every client's reader queue what has already arrived
+            if self._clients > 1:
+                await asyncio.sleep(0)  # let every other client's reader queue what has already arrived
             while not self._queue.empty():
                 backlog.append(self._queue.get_nowait())
             items, backlog = one_per_client(backlog)
             frames = [(client, frame) for client, frame in items if client is not None and frame is not None]
             if frames:
-                self._begin(frames)
+                inline = self._begin(frames)
+                if inline is not None:
+                    await inline
             else:
                 self._lanes.release()
             for client, frame in items:
@@ -183,12 +188,18 @@ class Applier:
                     self._clients -= 1
         await self._answered
 
-    def _begin(self, frames: list[tuple[Client, bytes]]) -> None:
-        """Apply `frames` in a lane of their own; their answers leave after the previous batch's."""
-        previous, self._answered = self._answered, asyncio.get_running_loop().create_future()
-        task = asyncio.get_running_loop().create_task(self._answer(frames, previous, self._answered))
+    def _begin(self, frames: list[tuple[Client, bytes]]) -> Coroutine[None, None, None] | None:
+        """Apply `frames` in a lane of their own; their answers leave after the previous batch's.
+
+        With one lane (SQLite) it returns the work for run() to await in place: no task per batch."""
+        previous, self._answered = self._answered, self._loop.create_future()
+        answer = self._answer(frames, previous, self._answered)
+        if self._one_lane:
+            return answer
+        task = self._loop.create_task(answer)
         self._answering.add(task)
         task.add_done_callback(self._answering.discard)
+        return None
 
     async def _answer(
         self, frames: list[tuple[Client, bytes]], previous: asyncio.Future[None], done: asyncio.Future[None]
