@@ -93,6 +93,11 @@ def one_per_client(items: list[Item]) -> tuple[list[Item], list[Item]]:
     return now, later
 
 
+def _failure(exc: Exception) -> bytes:
+    """The answer to a batch that failed: the worker's group committer then retries it op by op."""
+    return encode_error(f"{type(exc).__name__}: {exc}")
+
+
 POSTGRES_LANES = 4
 """Batches a writer applies at once on PostgreSQL, each in its own transaction on its own connection.
 
@@ -114,8 +119,9 @@ class Applier:
         self._store = store
         self._database = database
         self._loop = asyncio.get_running_loop()
-        self._one_lane = lanes_for(store) == 1
-        self._lanes = asyncio.Semaphore(lanes_for(store))
+        lanes = lanes_for(store)
+        self._one_lane = lanes == 1
+        self._lanes = asyncio.Semaphore(lanes)
         self._answered: asyncio.Future[None] = self._loop.create_future()
         """Set once the latest batch's answers are written (each batch's answers wait for the one before)."""
         self._answered.set_result(None)
@@ -233,14 +239,14 @@ class Applier:
                 batches.append((client, decode_operations(frame)))
             except Exception as exc:  # a frame this writer cannot read fails alone
                 log.exception("unreadable ledger batch")
-                replies.append((client, encode_error(f"{type(exc).__name__}: {exc}")))
+                replies.append((client, _failure(exc)))
         try:
             verdicts = await self._apply([op for _, ops in batches for op in ops])
         except Exception as exc:
             if len(batches) == 1:
                 # The worker's group committer retries the batch op by op.
                 log.exception("ledger batch failed")
-                replies.append((batches[0][0], encode_error(f"{type(exc).__name__}: {exc}")))
+                replies.append((batches[0][0], _failure(exc)))
             else:
                 for client, ops in batches:
                     replies.append((client, await self._alone(ops)))
@@ -256,7 +262,7 @@ class Applier:
             return encode_verdicts(await self._apply(ops))
         except Exception as exc:
             log.exception("ledger batch failed")
-            return encode_error(f"{type(exc).__name__}: {exc}")
+            return _failure(exc)
 
     async def _apply(self, operations: Sequence[Operation]) -> list[Verdict]:
         store = self._store
