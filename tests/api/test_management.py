@@ -56,7 +56,7 @@ def test_a_new_venue_and_campaign_fill_ad_requests_without_a_restart(
         headers=admin(live),
         json={"screen_id": "east-1", "width": 1080, "height": 1920},
     )
-    assert screen.status_code == 201
+    assert screen.status_code == 201, screen.text
     assert (
         http.get(f"{live.url}/api/v1/venues/mall-7", headers=admin(live)).json()["screens"][0]["screen_id"]
         == "east-1"
@@ -974,3 +974,73 @@ def test_a_renamed_creative_shows_its_new_title_in_the_inline_vast_of_an_issued_
     path = f"/api/v1/campaigns/{campaign_id}/creatives/{creative_id}"
     assert patch(http, live, path, {"name": f"{name} & renamed"}).status_code == 200
     assert eventually(lambda: title() == escape(f"{name} & renamed"))
+
+
+# A value of the wrong JSON type is refused as the schema types it, never converted (a string is no number).
+
+
+TYPED_VENUE = {"venue_id": "typed", "name": "T"}
+LISTING = {
+    "/api/v1/advertisers": "/api/v1/advertisers",
+    "/api/v1/campaigns": "/api/v1/campaigns",
+    "/api/v1/campaigns/1/creatives": "/api/v1/campaigns/1",
+    "/api/v1/venues": "/api/v1/venues",
+    "/api/v1/venues/venue-1/screens": "/api/v1/venues/venue-1",
+}
+"""Where what a POST would have made shows up."""
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/v1/advertisers", {"name": 7}, "name"),
+        ("/api/v1/campaigns", {**CAMPAIGN, "name": "typed", "weight": "5"}, "weight"),
+        ("/api/v1/campaigns", {**CAMPAIGN, "name": "typed", "cpm": "2.5"}, "cpm"),
+        ("/api/v1/campaigns", {**CAMPAIGN, "name": "typed", "start_at": str(NOW)}, "start_at"),
+        (
+            "/api/v1/campaigns",
+            {**CAMPAIGN, "name": "typed", "caps": [{"period": "daily", "metric": "plays", "limit": "9"}]},
+            "caps[0].limit",
+        ),
+        ("/api/v1/campaigns/1/creatives", {**CREATIVE, "width": "1920"}, "width"),
+        ("/api/v1/campaigns/1/creatives", {**CREATIVE, "duration_seconds": "15"}, "duration_seconds"),
+        ("/api/v1/venues", {**TYPED_VENUE, "latitude": "52.5", "longitude": 13.4}, "latitude"),
+        ("/api/v1/venues", {**TYPED_VENUE, "impressions_per_play": "2"}, "impressions_per_play"),
+        ("/api/v1/venues/venue-1/screens", {"screen_id": "typed", "width": "1920"}, "width"),
+        ("/api/v1/venues/venue-1/screens", {"screen_id": 5}, "screen_id"),
+    ],
+)
+def test_a_string_where_the_schema_says_number_is_refused_and_nothing_is_stored(
+    live: LiveServer, http: httpx.Client, path: str, body: dict[str, object], field: str
+) -> None:
+    before = get(http, live, LISTING[path])
+    assert before.status_code == 200, before.text
+    response = post(http, live, path, body)
+    assert error_of(response) == (400, "invalid_field", field), response.text
+    assert get(http, live, LISTING[path]).json() == before.json()
+
+
+@pytest.mark.parametrize(
+    ("path", "change", "field"),
+    [
+        ("/api/v1/campaigns/1", {"weight": "2"}, "weight"),
+        ("/api/v1/venues/venue-1", {"impressions_per_play": "3"}, "impressions_per_play"),
+    ],
+)
+def test_a_patch_with_a_string_for_a_number_is_refused_and_changes_nothing(
+    live: LiveServer, http: httpx.Client, path: str, change: dict[str, object], field: str
+) -> None:
+    before = get(http, live, path).json()
+    assert error_of(patch(http, live, path, change)) == (400, "invalid_field", field)
+    assert get(http, live, path).json() == before
+
+
+def test_whole_numbers_still_pass_where_the_schema_says_number(live: LiveServer, http: httpx.Client) -> None:
+    body = {"venue_id": "typed-ok", "name": "T", "latitude": 52, "longitude": 13, "impressions_per_play": 2}
+    made = post(http, live, "/api/v1/venues", body)
+    assert made.status_code == 201, made.text
+    assert (made.json()["latitude"], made.json()["impressions_per_play"]) == (52.0, 2.0)
+
+
+def test_a_body_that_is_not_an_object_is_an_invalid_body(live: LiveServer, http: httpx.Client) -> None:
+    assert error_of(post(http, live, "/api/v1/advertisers", ["Acme"])) == (400, "invalid_body", None)

@@ -15,6 +15,7 @@ from adslot.api.adapters import env_of
 from adslot.api.auth import authenticate
 from adslot.api.docs import error_spec
 from adslot.api.hot_routes import documented
+from adslot.api.strict_body import strict_body
 from adslot.auth.keys import SCOPE_ADMIN
 from adslot.campaigns import repository as campaigns_repo
 from adslot.campaigns.schemas import (
@@ -111,7 +112,7 @@ class ImportEnvelope(msgspec.Struct):
 class AdvertiserController(Controller):
     path = "/api/v1/advertisers"
     tags = ("management",)
-    guards = (admin_guard,)
+    guards = (admin_guard, strict_body)
     security = ({"SspKey": []},)
 
     @get(operation_id="listAdvertisers", summary="List advertisers", responses=ERRORS)
@@ -126,7 +127,7 @@ class AdvertiserController(Controller):
 class CampaignController(Controller):
     path = "/api/v1/campaigns"
     tags = ("management",)
-    guards = (admin_guard,)
+    guards = (admin_guard, strict_body)
     security = ({"SspKey": []},)
 
     @get(operation_id="listCampaigns", summary="List campaigns", responses=ERRORS)
@@ -190,7 +191,7 @@ class CampaignController(Controller):
 class VenueController(Controller):
     path = "/api/v1/venues"
     tags = ("management",)
-    guards = (admin_guard,)
+    guards = (admin_guard, strict_body)
     security = ({"SspKey": []},)
 
     @get(operation_id="listVenues", summary="List venues", responses=ERRORS)

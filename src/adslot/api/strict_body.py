@@ -1,0 +1,49 @@
+"""JSON bodies are read as their schema types them: a string where a number belongs is a 400, not a number.
+
+Litestar converts a decoded body to the handler's type leniently (msgspec `strict=False`, which its query and
+path parameters need): `"width": "1920"` would be stored as 1920 and `"cpm": "2.5"` as 2.5, though the OpenAPI
+document says integer and number. This guard decodes the body strictly first, so a value of the wrong JSON
+type is refused with the path of the field, as any other invalid value is. Malformed JSON is left to
+Litestar's own decoding, which answers it as `invalid_body`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from weakref import WeakKeyDictionary
+
+import msgspec
+from litestar import Request
+from litestar.connection import ASGIConnection
+from litestar.handlers.base import BaseRouteHandler
+
+from adslot.errors import ApiError
+
+_decoders: WeakKeyDictionary[BaseRouteHandler, msgspec.json.Decoder[Any] | None] = WeakKeyDictionary()
+"""Per route handler, as long as its app lives: the strict decoder of its `data` parameter's type."""
+
+
+def _decoder(handler: BaseRouteHandler) -> msgspec.json.Decoder[Any] | None:
+    if handler not in _decoders:
+        data = handler.parsed_fn_signature.parameters.get("data")
+        _decoders[handler] = None if data is None else msgspec.json.Decoder(data.annotation)
+    return _decoders[handler]
+
+
+def field_error(exc: msgspec.ValidationError) -> ApiError:
+    """msgspec's "Expected `int`, got `str` - at `$.caps[0].limit`" as invalid_field on `caps[0].limit`."""
+    message, _, where = str(exc).partition(" - at `$")
+    field = where.rstrip("`").lstrip(".") or None
+    return ApiError(400, "invalid_field" if field else "invalid_body", message, field)
+
+
+async def strict_body(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+    decoder = _decoder(handler)
+    if decoder is None or not isinstance(connection, Request):
+        return
+    try:
+        decoder.decode(await connection.body())
+    except msgspec.ValidationError as exc:
+        raise field_error(exc) from None
+    except msgspec.DecodeError:
+        return

@@ -1,0 +1,34 @@
+"""How a strict decoding failure becomes the error envelope's code and field."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from adslot.api.strict_body import field_error
+
+
+class Cap(msgspec.Struct):
+    limit: int
+
+
+class Body(msgspec.Struct):
+    name: str
+    caps: list[Cap] = []
+
+
+def failure(raw: bytes) -> msgspec.ValidationError:
+    with pytest.raises(msgspec.ValidationError) as caught:
+        msgspec.json.decode(raw, type=Body)
+    return caught.value
+
+
+def test_a_nested_field_is_named_by_its_path_without_the_root_sign() -> None:
+    error = field_error(failure(b'{"name": "x", "caps": [{"limit": 1}, {"limit": "2"}]}'))
+    assert (error.status, error.code, error.field) == (400, "invalid_field", "caps[1].limit")
+    assert error.message == "Expected `int`, got `str`"
+
+
+def test_a_wrong_type_at_the_root_is_an_invalid_body_without_a_field() -> None:
+    error = field_error(failure(b'["x"]'))
+    assert (error.status, error.code, error.field) == (400, "invalid_body", None)
