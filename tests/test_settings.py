@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -50,6 +51,11 @@ def test_defaults_with_an_empty_environment() -> None:
     assert settings.catalog_poll_seconds == 1.0
     assert settings.batch_max == 512
     assert settings.ad_system_name == "adslot"
+
+
+def test_an_empty_environment_loads_every_default_of_the_settings_class() -> None:
+    loaded = dataclasses.replace(load_settings({}), environments=())
+    assert loaded == Settings()
 
 
 def test_expiry_sweep_runs_every_five_seconds_by_default() -> None:

@@ -108,6 +108,14 @@ class Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
+DEFAULTS = Settings()
+"""The one place each default is written: load_settings falls back to these."""
+
+
+def _ms(seconds: float) -> int:
+    return round(seconds * 1000)
+
+
 def _sqlite_url(path: Path) -> str:
     return f"sqlite:///{path.resolve()}"
 
@@ -117,9 +125,9 @@ def load_settings(
 ) -> Settings:
     """Build Settings from the environment; `host`/`port` come from `adslot serve` flags when given."""
     env = dict(os.environ if environ is None else environ)
-    data_dir = Path(env.get("ADSLOT_DATA_DIR") or "adslot-data")
-    host = host or env.get("ADSLOT_HOST") or "127.0.0.1"
-    port = port if port is not None else _int(env, "ADSLOT_PORT", 8000, 1)
+    data_dir = Path(env.get("ADSLOT_DATA_DIR") or DEFAULTS.data_dir)
+    host = host or env.get("ADSLOT_HOST") or DEFAULTS.host
+    port = port if port is not None else _int(env, "ADSLOT_PORT", DEFAULTS.port, 1)
     public_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     if ":" in public_host and not public_host.startswith("["):
         public_host = f"[{public_host}]"  # an IPv6 literal needs brackets in a URL
@@ -151,22 +159,30 @@ def load_settings(
             EnvironmentSettings("production", prod_db, prod_schema, public_url, ""),
             EnvironmentSettings("sandbox", sandbox_db, sandbox_schema, sandbox_url, "/sandbox"),
         ),
-        play_window_seconds=_int(env, "ADSLOT_PLAY_WINDOW_SECONDS", 900, 60),
-        play_time_skew_seconds=_int(env, "ADSLOT_PLAY_TIME_SKEW_SECONDS", 60, 0),
-        play_time_max_lead_seconds=_int(env, "ADSLOT_PLAY_TIME_MAX_LEAD_SECONDS", 3600, 1),
-        max_body_bytes=_int(env, "ADSLOT_MAX_BODY_BYTES", 16 * 1024, 256),
-        max_id_length=_int(env, "ADSLOT_MAX_ID_LENGTH", 128, 8),
-        schema_strict_extension=_bool(env, "ADSLOT_VAST_SCHEMA_STRICT_EXTENSION", False),
-        fast_lane=_bool(env, "ADSLOT_FAST_LANE", True),
-        catalog_poll_seconds=float(_int(env, "ADSLOT_CATALOG_POLL_MS", 1000, 50)) / 1000,
-        batch_max=_int(env, "ADSLOT_BATCH_MAX", 512, 1),
-        batches_in_flight=_int(env, "ADSLOT_BATCHES_IN_FLIGHT", 2, 1),
+        play_window_seconds=_int(env, "ADSLOT_PLAY_WINDOW_SECONDS", DEFAULTS.play_window_seconds, 60),
+        play_time_skew_seconds=_int(env, "ADSLOT_PLAY_TIME_SKEW_SECONDS", DEFAULTS.play_time_skew_seconds, 0),
+        play_time_max_lead_seconds=_int(
+            env, "ADSLOT_PLAY_TIME_MAX_LEAD_SECONDS", DEFAULTS.play_time_max_lead_seconds, 1
+        ),
+        max_body_bytes=_int(env, "ADSLOT_MAX_BODY_BYTES", DEFAULTS.max_body_bytes, 256),
+        max_id_length=_int(env, "ADSLOT_MAX_ID_LENGTH", DEFAULTS.max_id_length, 8),
+        schema_strict_extension=_bool(
+            env, "ADSLOT_VAST_SCHEMA_STRICT_EXTENSION", DEFAULTS.schema_strict_extension
+        ),
+        fast_lane=_bool(env, "ADSLOT_FAST_LANE", DEFAULTS.fast_lane),
+        catalog_poll_seconds=_int(env, "ADSLOT_CATALOG_POLL_MS", _ms(DEFAULTS.catalog_poll_seconds), 50)
+        / 1000,
+        batch_max=_int(env, "ADSLOT_BATCH_MAX", DEFAULTS.batch_max, 1),
+        batches_in_flight=_int(env, "ADSLOT_BATCHES_IN_FLIGHT", DEFAULTS.batches_in_flight, 1),
         ledger_writer=_choice(env, "ADSLOT_LEDGER_WRITER", ("process", "thread")),
         ledger_socket_dir=Path(socket_dir) if (socket_dir := env.get("ADSLOT_LEDGER_SOCKET_DIR")) else None,
-        ad_system_name=env.get("ADSLOT_AD_SYSTEM_NAME") or "adslot",
-        settle_interval_seconds=float(_int(env, "ADSLOT_SETTLE_INTERVAL_MS", 5000, 50)) / 1000,
+        ad_system_name=env.get("ADSLOT_AD_SYSTEM_NAME") or DEFAULTS.ad_system_name,
+        settle_interval_seconds=_int(
+            env, "ADSLOT_SETTLE_INTERVAL_MS", _ms(DEFAULTS.settle_interval_seconds), 50
+        )
+        / 1000,
         counter_retention_seconds=_int(
-            env, "ADSLOT_COUNTER_RETENTION_HOURS", COUNTER_RETENTION_SECONDS // HOUR, 1
+            env, "ADSLOT_COUNTER_RETENTION_HOURS", DEFAULTS.counter_retention_seconds // HOUR, 1
         )
         * HOUR,
     )
