@@ -103,6 +103,10 @@ WRITER_BUCKETS: list[Rule] = [
         "writes: UPDATE/INSERT ad_requests, counters, stats",
         lambda f: ("sqlite_store.py" in f or "postgres_store.py" in f) and "_apply " in f,
     ),
+    (
+        "pipe to the worker: read a batch, send its answer (SQLite)",
+        lambda f: "read_frame_from" in f or "answer_until_closed" in f,
+    ),
     ("frames: decode batch, encode verdicts", lambda f: "wire.py" in f),
     ("the rest of the batch in the store", lambda f: "sqlite_store.py" in f or "postgres_store.py" in f),
 ]

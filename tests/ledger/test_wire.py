@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import uuid
 
 import pytest
@@ -17,6 +18,8 @@ from adslot.ledger.wire import (
     encode_error,
     encode_operations,
     encode_verdicts,
+    framed,
+    read_frame_from,
 )
 from tests.ledger.stores import record
 
@@ -71,3 +74,19 @@ def test_an_unknown_operation_tag_is_refused() -> None:
 
     with pytest.raises(WireError, match="unknown operation tag 9"):
         decode_operations(msgspec.msgpack.encode([(9, {"x": 1})]))
+
+
+def test_a_blocking_stream_yields_each_frame_then_none_where_it_ends_between_frames() -> None:
+    stream = io.BytesIO(framed(b"first") + framed(b"") + framed(b"third"))
+    assert [read_frame_from(stream) for _ in range(4)] == [b"first", b"", b"third", None]
+
+
+@pytest.mark.parametrize("cut", [2, 4, 7], ids=["inside the size", "after the size", "inside the payload"])
+def test_a_blocking_stream_that_ends_inside_a_frame_is_an_error(cut: int) -> None:
+    with pytest.raises(WireError, match="ended inside a frame"):
+        read_frame_from(io.BytesIO(framed(b"payload")[:cut]))
+
+
+def test_a_blocking_stream_refuses_a_size_no_batch_can_have() -> None:
+    with pytest.raises(WireError, match="corrupt"):
+        read_frame_from(io.BytesIO(b"\xff\xff\xff\xff" + b"x" * 16))

@@ -9,18 +9,33 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
 
-from adslot.ledger.records import Fire, Operation, Verdict
+import pytest
+
+from adslot.environment import prepare_database
+from adslot.ledger.records import Fire, Issue, Operation, Verdict
 from adslot.ledger.sqlite_store import SqliteLedgerStore
 from adslot.ledger.store import LedgerStore
-from adslot.ledger.wire import decode_verdicts, encode_operations, read_frame, write_frame
+from adslot.ledger.stores import store_for
+from adslot.ledger.wire import (
+    WireError,
+    decode_verdicts,
+    encode_operations,
+    framed,
+    read_frame,
+    read_frame_from,
+    write_frame,
+)
 from adslot.ledger.writer_process import (
     POSTGRES_LANES,
     Applier,
     Client,
     Item,
+    answer_until_closed,
     lanes_for,
     one_per_client,
 )
+from tests.conftest import free_port, make_settings
+from tests.ledger.stores import PLAY, record
 
 A, B, C = (cast(Client, object()) for _ in range(3))
 
@@ -109,3 +124,33 @@ def test_a_sqlite_writer_applies_one_batch_at_a_time(tmp_path: Path) -> None:
     store = SqliteLedgerStore(tmp_path / "ledger.db")
     assert lanes_for(store) == 1
     assert lanes_for(cast(LedgerStore, _SlowFirstStore())) == POSTGRES_LANES > 1
+
+
+def test_the_sqlite_writer_of_one_worker_answers_batch_by_batch_and_an_unreadable_one_alone(
+    tmp_path: Path,
+) -> None:
+    settings, _ = make_settings(tmp_path, "sqlite", free_port())
+    env = settings.environment("production")
+    prepare_database(env)
+    issued = record()
+    fire = Fire(issued.id, "impression", "wrapper", PLAY)
+
+    async def scenario() -> list[bytes]:
+        store = store_for(env.database_url, env.database_schema)
+        await store.start()
+        assert isinstance(store, SqliteLedgerStore)
+        ours, theirs = socket.socketpair()
+        for payload in (encode_operations([Issue(issued)]), b"not a batch", encode_operations([fire, fire])):
+            ours.sendall(framed(payload))
+        ours.shutdown(socket.SHUT_WR)  # the worker closes its end after its last batch
+        with theirs, theirs.makefile("rb") as stream:
+            answer_until_closed(stream, theirs, store)  # returns once the worker's end is closed
+        await store.close()
+        with ours, ours.makefile("rb") as answers:
+            return [frame for frame in iter(lambda: read_frame_from(answers), None)]
+
+    issue_answer, unreadable, fires = asyncio.run(scenario())
+    assert [v.outcome for v in decode_verdicts(issue_answer)] == ["issued"]
+    with pytest.raises(WireError, match="the ledger writer process failed the batch"):
+        decode_verdicts(unreadable)
+    assert [v.outcome for v in decode_verdicts(fires)] == ["counted", "duplicate"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -89,13 +89,35 @@ def decode_verdicts(frame: bytes) -> list[Verdict]:
     ]
 
 
+def framed(payload: bytes) -> bytes:
+    return SIZE.pack(len(payload)) + payload
+
+
 def write_frame(writer: asyncio.StreamWriter, payload: bytes) -> None:
-    writer.write(SIZE.pack(len(payload)) + payload)
+    writer.write(framed(payload))
+
+
+def _size(head: bytes) -> int:
+    (size,) = SIZE.unpack(head)
+    if size > MAX_FRAME:
+        raise WireError(f"frame of {size} bytes: the stream is corrupt")
+    return int(size)
 
 
 async def read_frame(reader: asyncio.StreamReader) -> bytes:
     """The next frame; IncompleteReadError when the other side closed between frames."""
-    (size,) = SIZE.unpack(await reader.readexactly(SIZE.size))
-    if size > MAX_FRAME:
-        raise WireError(f"frame of {size} bytes: the stream is corrupt")
-    return await reader.readexactly(size)
+    return await reader.readexactly(_size(await reader.readexactly(SIZE.size)))
+
+
+def read_frame_from(stream: BinaryIO) -> bytes | None:
+    """The next frame from a blocking stream; None when the other side closed between frames."""
+    head = stream.read(SIZE.size)
+    if not head:
+        return None
+    if len(head) < SIZE.size:
+        raise WireError("the stream ended inside a frame")
+    size = _size(head)
+    payload = stream.read(size)
+    if len(payload) < size:
+        raise WireError("the stream ended inside a frame")
+    return payload
