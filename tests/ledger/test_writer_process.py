@@ -154,3 +154,29 @@ def test_the_sqlite_writer_of_one_worker_answers_batch_by_batch_and_an_unreadabl
     with pytest.raises(WireError, match="the ledger writer process failed the batch"):
         decode_verdicts(unreadable)
     assert [v.outcome for v in decode_verdicts(fires)] == ["counted", "duplicate"]
+
+
+def test_the_sqlite_writer_of_one_worker_stops_quietly_when_its_worker_dies_mid_frame(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings, _ = make_settings(tmp_path, "sqlite", free_port())
+    env = settings.environment("production")
+    prepare_database(env)
+    issued = record()
+
+    async def scenario() -> list[bytes]:
+        store = store_for(env.database_url, env.database_schema)
+        await store.start()
+        assert isinstance(store, SqliteLedgerStore)
+        ours, theirs = socket.socketpair()
+        ours.sendall(framed(encode_operations([Issue(issued)])) + framed(b"cut short")[:6])
+        ours.shutdown(socket.SHUT_WR)
+        with theirs, theirs.makefile("rb") as stream:
+            answer_until_closed(stream, theirs, store)
+        await store.close()
+        with ours, ours.makefile("rb") as answers:
+            return list(iter(lambda: read_frame_from(answers), None))
+
+    (answer,) = asyncio.run(scenario())
+    assert [v.outcome for v in decode_verdicts(answer)] == ["issued"]
+    assert "stream broke" in caplog.text

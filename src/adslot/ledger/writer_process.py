@@ -289,13 +289,18 @@ def answer_until_closed(stream: BinaryIO, sock: socket.socket, store: SqliteLedg
     SQLite writes one transaction at a time and a per-worker writer has one client, so nothing here can
     overlap: a blocking loop does the Applier's work for one frame without an event loop pass, task or future
     per batch (its Python overhead was ~1/5 of this process's CPU per pixel, sampled)."""
-    while (frame := read_frame_from(stream)) is not None:
-        try:
-            reply = encode_verdicts(store.apply_blocking(decode_operations(frame)))
-        except Exception as exc:  # the worker's group committer retries the batch op by op
-            log.exception("ledger batch failed")
-            reply = _failure(exc)
-        sock.sendall(framed(reply))
+    try:
+        while (frame := read_frame_from(stream)) is not None:
+            try:
+                reply = encode_verdicts(store.apply_blocking(decode_operations(frame)))
+            except Exception as exc:  # the worker's group committer retries the batch op by op
+                log.exception("ledger batch failed")
+                reply = _failure(exc)
+            sock.sendall(framed(reply))
+    except (WireError, ConnectionError) as exc:
+        # The worker died mid-frame or before its answer: its batch in flight fails there (never a false
+        # success), and its next batch starts a new writer.
+        log.warning("the worker's end of the ledger stream broke (%s); this writer stops", exc)
 
 
 async def serve(sock: socket.socket) -> None:
