@@ -19,7 +19,7 @@ from adslot.campaigns import repository as campaigns_repo
 from adslot.campaigns.schemas import AdvertiserIn, CampaignIn, CampaignPatch, CreativeIn, CreativePatch
 from adslot.catalog import bump_version
 from adslot.environment import prepare_database
-from adslot.errors import ApiError
+from adslot.errors import ApiError, invalid_value
 from adslot.inventory import repository as inventory_repo
 from adslot.inventory.csv_import import import_venues
 from adslot.inventory.schemas import ScreenIn, ScreenPatch, VenueIn, VenuePatch
@@ -86,9 +86,7 @@ def _convert(data: dict[str, Any], kind: type[T], clear: dict[str, object] | Non
     try:
         return msgspec.json.decode(msgspec.json.encode(body), type=kind)
     except msgspec.ValidationError as exc:
-        message, _, path = str(exc).partition(" - at `$")
-        field = path.rstrip("`").lstrip(".") or None
-        raise _api_error(ApiError(400, "invalid_field", message, field)) from exc
+        raise _api_error(invalid_value(exc)) from exc
 
 
 def _json(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:

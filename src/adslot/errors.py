@@ -28,3 +28,11 @@ class ApiError(Exception):
 
 INTERNAL_ERROR = ApiError(500, "internal_error", "an internal error occurred; it has been logged")
 """The answer to a bug, from the fast lane and from Litestar alike; the traceback goes to the log."""
+
+
+def invalid_value(exc: msgspec.ValidationError) -> ApiError:
+    """msgspec's "Expected `int`, got `str` - at `$.caps[0].limit`" as invalid_field on `caps[0].limit`; a
+    body of the wrong type as a whole (no path) is invalid_body. The API and the CLI both answer with it."""
+    message, _, where = str(exc).partition(" - at `$")
+    field = where.rstrip("`").lstrip(".") or None
+    return ApiError(400, "invalid_field" if field else "invalid_body", message, field)

@@ -17,7 +17,7 @@ from litestar import Request
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 
-from adslot.errors import ApiError
+from adslot.errors import invalid_value
 
 _decoders: WeakKeyDictionary[BaseRouteHandler, msgspec.json.Decoder[Any] | None] = WeakKeyDictionary()
 """Per route handler, as long as its app lives: the strict decoder of its `data` parameter's type."""
@@ -30,13 +30,6 @@ def _decoder(handler: BaseRouteHandler) -> msgspec.json.Decoder[Any] | None:
     return _decoders[handler]
 
 
-def field_error(exc: msgspec.ValidationError) -> ApiError:
-    """msgspec's "Expected `int`, got `str` - at `$.caps[0].limit`" as invalid_field on `caps[0].limit`."""
-    message, _, where = str(exc).partition(" - at `$")
-    field = where.rstrip("`").lstrip(".") or None
-    return ApiError(400, "invalid_field" if field else "invalid_body", message, field)
-
-
 async def strict_body(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
     decoder = _decoder(handler)
     if decoder is None or not isinstance(connection, Request):
@@ -44,6 +37,6 @@ async def strict_body(connection: ASGIConnection[Any, Any, Any, Any], handler: B
     try:
         decoder.decode(await connection.body())
     except msgspec.ValidationError as exc:
-        raise field_error(exc) from None
+        raise invalid_value(exc) from None
     except msgspec.DecodeError:
         return

@@ -1,11 +1,11 @@
-"""How a strict decoding failure becomes the error envelope's code and field."""
+"""How a msgspec validation failure becomes the error envelope's code and field (API and CLI alike)."""
 
 from __future__ import annotations
 
 import msgspec
 import pytest
 
-from adslot.api.strict_body import field_error
+from adslot.errors import invalid_value
 
 
 class Cap(msgspec.Struct):
@@ -24,11 +24,11 @@ def failure(raw: bytes) -> msgspec.ValidationError:
 
 
 def test_a_nested_field_is_named_by_its_path_without_the_root_sign() -> None:
-    error = field_error(failure(b'{"name": "x", "caps": [{"limit": 1}, {"limit": "2"}]}'))
+    error = invalid_value(failure(b'{"name": "x", "caps": [{"limit": 1}, {"limit": "2"}]}'))
     assert (error.status, error.code, error.field) == (400, "invalid_field", "caps[1].limit")
     assert error.message == "Expected `int`, got `str`"
 
 
 def test_a_wrong_type_at_the_root_is_an_invalid_body_without_a_field() -> None:
-    error = field_error(failure(b'["x"]'))
+    error = invalid_value(failure(b'["x"]'))
     assert (error.status, error.code, error.field) == (400, "invalid_body", None)
