@@ -126,30 +126,36 @@ def test_a_sqlite_writer_applies_one_batch_at_a_time(tmp_path: Path) -> None:
     assert lanes_for(cast(LedgerStore, _SlowFirstStore())) == POSTGRES_LANES > 1
 
 
-def test_the_sqlite_writer_of_one_worker_answers_batch_by_batch_and_an_unreadable_one_alone(
-    tmp_path: Path,
-) -> None:
+def answers_of_the_sqlite_writer(tmp_path: Path, sent: bytes) -> list[bytes]:
+    """What a per-worker SQLite writer answers to `sent`, the whole stream of a worker that then closes its
+    end; returns once the writer's loop has ended."""
     settings, _ = make_settings(tmp_path, "sqlite", free_port())
     env = settings.environment("production")
     prepare_database(env)
-    issued = record()
-    fire = Fire(issued.id, "impression", "wrapper", PLAY)
 
     async def scenario() -> list[bytes]:
         store = store_for(env.database_url, env.database_schema)
         await store.start()
         assert isinstance(store, SqliteLedgerStore)
         ours, theirs = socket.socketpair()
-        for payload in (encode_operations([Issue(issued)]), b"not a batch", encode_operations([fire, fire])):
-            ours.sendall(framed(payload))
+        ours.sendall(sent)
         ours.shutdown(socket.SHUT_WR)  # the worker closes its end after its last batch
         with theirs, theirs.makefile("rb") as stream:
-            answer_until_closed(stream, theirs, store)  # returns once the worker's end is closed
+            answer_until_closed(stream, theirs, store)
         await store.close()
         with ours, ours.makefile("rb") as answers:
-            return [frame for frame in iter(lambda: read_frame_from(answers), None)]
+            return list(iter(lambda: read_frame_from(answers), None))
 
-    issue_answer, unreadable, fires = asyncio.run(scenario())
+    return asyncio.run(scenario())
+
+
+def test_the_sqlite_writer_of_one_worker_answers_batch_by_batch_and_an_unreadable_one_alone(
+    tmp_path: Path,
+) -> None:
+    issued = record()
+    fire = Fire(issued.id, "impression", "wrapper", PLAY)
+    batches = (encode_operations([Issue(issued)]), b"not a batch", encode_operations([fire, fire]))
+    issue_answer, unreadable, fires = answers_of_the_sqlite_writer(tmp_path, b"".join(map(framed, batches)))
     assert [v.outcome for v in decode_verdicts(issue_answer)] == ["issued"]
     with pytest.raises(WireError, match="the ledger writer process failed the batch"):
         decode_verdicts(unreadable)
@@ -159,24 +165,7 @@ def test_the_sqlite_writer_of_one_worker_answers_batch_by_batch_and_an_unreadabl
 def test_the_sqlite_writer_of_one_worker_stops_quietly_when_its_worker_dies_mid_frame(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    settings, _ = make_settings(tmp_path, "sqlite", free_port())
-    env = settings.environment("production")
-    prepare_database(env)
-    issued = record()
-
-    async def scenario() -> list[bytes]:
-        store = store_for(env.database_url, env.database_schema)
-        await store.start()
-        assert isinstance(store, SqliteLedgerStore)
-        ours, theirs = socket.socketpair()
-        ours.sendall(framed(encode_operations([Issue(issued)])) + framed(b"cut short")[:6])
-        ours.shutdown(socket.SHUT_WR)
-        with theirs, theirs.makefile("rb") as stream:
-            answer_until_closed(stream, theirs, store)
-        await store.close()
-        with ours, ours.makefile("rb") as answers:
-            return list(iter(lambda: read_frame_from(answers), None))
-
-    (answer,) = asyncio.run(scenario())
+    sent = framed(encode_operations([Issue(record())])) + framed(b"cut short")[:6]
+    (answer,) = answers_of_the_sqlite_writer(tmp_path, sent)
     assert [v.outcome for v in decode_verdicts(answer)] == ["issued"]
     assert "stream broke" in caplog.text
