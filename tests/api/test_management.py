@@ -1010,7 +1010,7 @@ LISTING = {
         ("/api/v1/venues/venue-1/screens", {"screen_id": 5}, "screen_id"),
     ],
 )
-def test_a_string_where_the_schema_says_number_is_refused_and_nothing_is_stored(
+def test_a_value_of_the_wrong_json_type_is_refused_and_nothing_is_stored(
     live: LiveServer, http: httpx.Client, path: str, body: dict[str, object], field: str
 ) -> None:
     before = get(http, live, LISTING[path])
