@@ -190,6 +190,7 @@ RULES = {
         "venue_tags": ["premium"],
         "geo": {"countries": ["DE"], "regions": None, "cities": ["Berlin"], "radius": None},
         "screen_ids": None,
+        "screens": [{"venue_id": "lobby", "screen_id": "s1"}],
     },
     "exclusions": {
         "venue_ids": None,
@@ -197,6 +198,7 @@ RULES = {
         "venue_tags": ["kids"],
         "geo": None,
         "screen_ids": None,
+        "screens": None,
     },
     "dayparts": [{"days": ["mon", "fri"], "start_hour": 18, "end_hour": 2}],
     "caps": [

@@ -314,6 +314,7 @@ FULL_RULES = {
             "radius": [{"latitude": 52.52, "longitude": 13.405, "radius_km": 25.5}],
         },
         "screen_ids": ["s1"],
+        "screens": [{"venue_id": "venue-1", "screen_id": "s2"}],
     },
     "exclusions": {
         "venue_ids": ["venue-empty"],
@@ -321,6 +322,7 @@ FULL_RULES = {
         "venue_tags": ["kids"],
         "geo": {"countries": ["CH"], "regions": None, "cities": None, "radius": None},
         "screen_ids": ["s9"],
+        "screens": [{"venue_id": "venue-1", "screen_id": "s8"}],
     },
     "dayparts": [
         {"days": ["mon", "tue", "wed", "thu", "fri"], "start_hour": 7, "end_hour": 10},
@@ -354,7 +356,7 @@ def test_every_campaign_rule_is_stored_and_shown_back_in_the_shape_it_was_sent(
 
 def test_campaign_rules_have_defaults_that_restrict_nothing(live: LiveServer, http: httpx.Client) -> None:
     shown = post(http, live, "/api/v1/campaigns", {**CAMPAIGN, "name": "defaults"}).json()
-    empty = {"venue_types": None, "venue_tags": None, "geo": None, "screen_ids": None}
+    empty = {"venue_types": None, "venue_tags": None, "geo": None, "screen_ids": None, "screens": None}
     assert {k: shown[k] for k in FULL_RULES} == {
         "tier": "standard",
         "weight": 100,
@@ -383,6 +385,44 @@ def test_targeting_venue_ids_is_the_campaign_venue_list(live: LiveServer, http: 
     body = {**CAMPAIGN, "name": "inner venues", "targeting": {"venue_ids": ["venue-1"]}}
     shown = post(http, live, "/api/v1/campaigns", body).json()
     assert (shown["venue_ids"], shown["all_venues"]) == (["venue-1"], False)
+
+
+def test_a_campaign_sold_on_one_venues_screen_never_plays_on_that_screen_id_elsewhere(
+    live: LiveServer, http: httpx.Client
+) -> None:
+    for venue_id in ("pair-a", "pair-b"):
+        assert post(http, live, "/api/v1/venues", {"venue_id": venue_id, "name": venue_id}).status_code == 201
+        screen = post(http, live, f"/api/v1/venues/{venue_id}/screens", {"screen_id": "s1"})
+        assert screen.status_code == 201, screen.text
+    body = {
+        **CAMPAIGN,
+        "name": "pair-a s1 only",
+        "tier": "sponsorship",
+        "share_of_voice": 1.0,
+        "targeting": {"screens": [{"venue_id": "pair-a", "screen_id": "s1"}]},
+    }
+    created = post(http, live, "/api/v1/campaigns", body)
+    assert created.status_code == 201, created.text
+    campaign_id = created.json()["id"]
+    assert post(http, live, f"/api/v1/campaigns/{campaign_id}/creatives", CREATIVE).status_code == 201
+
+    def campaign_played(venue_id: str) -> int | None:
+        assert live.keys
+        answer = http.post(
+            f"{live.url}/api/v1/ad/request",
+            headers={"Ssp-Key": live.keys.production},
+            json={"venue_id": venue_id, "screen_id": "s1", "play_time": play_time()},
+        )
+        if answer.status_code == 204:
+            return None
+        assert answer.status_code == 200, answer.text
+        uuid = answer.json()["data"]["ad_request_uuid"]
+        record = http.get(f"{live.url}/api/v1/ad/request/{uuid}", headers={"Ssp-Key": live.keys.production})
+        assert record.status_code == 200, record.text
+        return int(record.json()["data"]["campaign_id"])
+
+    assert eventually(lambda: campaign_played("pair-a") == campaign_id)
+    assert all(campaign_played("pair-b") != campaign_id for _ in range(5))
 
 
 BAD_CAMPAIGNS = [
@@ -414,6 +454,14 @@ BAD_CAMPAIGNS = [
     ),
     ({"targeting": {"venue": ["x"]}}, 400, "invalid_field", "targeting"),
     ({"exclusions": {"screen_ids": [""]}}, 400, "invalid_field", "exclusions.screen_ids[0]"),
+    (
+        {"targeting": {"screens": [{"venue_id": "v", "screen_id": ""}]}},
+        400,
+        "invalid_field",
+        "targeting.screens[0].screen_id",
+    ),
+    ({"targeting": {"screens": [{"venue_id": "v"}]}}, 400, "invalid_field", "targeting.screens[0]"),
+    ({"targeting": {"screens": ["v/s1"]}}, 400, "invalid_field", "targeting.screens[0]"),
     ({"exclusions": {"geo": {"countries": ["ZZ"]}}}, 400, "invalid_field", "exclusions.geo.countries[0]"),
     (
         {"venue_ids": ["venue-1"], "targeting": {"venue_ids": ["venue-1"]}},

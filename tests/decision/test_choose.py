@@ -558,7 +558,7 @@ def eligible_by_the_rules(c: LiveCampaign, at: Slot, excluded: frozenset[int]) -
         and active(c.hours_of_week, at.hour_of_week)
         and venue_matches(c.targeting, at.venue)
         and not venue_excluded(c.exclusions, at.venue)
-        and screen_allowed(c, at.screen_id)
+        and screen_allowed(c, at.venue.venue_id, at.screen_id)
         and any(cr.weight > 0 and fits(cr, at.screen) for cr in c.creatives)
         and c.id not in excluded
     )

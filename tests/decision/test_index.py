@@ -204,6 +204,16 @@ def test_screen_pools_keep_only_campaigns_the_screen_allows() -> None:
     assert pooled_ids(built, None, None) == [1, 3]
 
 
+def test_a_screen_pair_pools_its_campaign_on_that_venues_screen_only() -> None:
+    built = DecisionIndex.build(
+        [campaign(1), campaign(2, targeting=Targeting(screens=frozenset({("v1", "s1")})))]
+    )
+    other = VenueProfile("v2")
+    assert pooled_ids(built, "s1", None) == [1, 2]
+    assert [c.id for pool in built.screen_pools(other, "s1", None).tiers for c in pool.all()] == [1]
+    assert pooled_ids(built, "s2", None) == [1]
+
+
 def test_screen_pools_keep_only_creatives_that_fit_and_drop_campaigns_with_none() -> None:
     landscape, portrait = creative(11, 1), creative(12, 1, width=1080, height=1920)
     built = DecisionIndex.build(

@@ -197,27 +197,53 @@ def test_screen_exclusions_do_not_exclude_the_venue() -> None:
 
 def test_a_campaign_without_screen_rules_allows_any_screen_and_no_screen() -> None:
     plain = campaign(1)
-    assert screen_allowed(plain, "s1")
-    assert screen_allowed(plain, None)
+    assert screen_allowed(plain, "mall-1", "s1")
+    assert screen_allowed(plain, "mall-1", None)
 
 
 def test_a_screen_targeted_campaign_allows_only_its_screens() -> None:
     targeted = campaign(1, targeting=Targeting(screen_ids=frozenset({"s1", "s2"})))
-    assert screen_allowed(targeted, "s1")
-    assert screen_allowed(targeted, "s2")
-    assert not screen_allowed(targeted, "s3")
+    assert screen_allowed(targeted, "mall-1", "s1")
+    assert screen_allowed(targeted, "mall-1", "s2")
+    assert not screen_allowed(targeted, "mall-1", "s3")
 
 
 def test_a_screen_targeted_campaign_refuses_a_request_without_a_screen() -> None:
     targeted = campaign(1, targeting=Targeting(screen_ids=frozenset({"s1"})))
-    assert not screen_allowed(targeted, None)
+    assert not screen_allowed(targeted, "mall-1", None)
 
 
 def test_an_excluded_screen_is_not_allowed_and_others_are() -> None:
     excluding = campaign(1, exclusions=Targeting(screen_ids=frozenset({"s1"})))
-    assert not screen_allowed(excluding, "s1")
-    assert screen_allowed(excluding, "s2")
-    assert screen_allowed(excluding, None)
+    assert not screen_allowed(excluding, "mall-1", "s1")
+    assert screen_allowed(excluding, "mall-1", "s2")
+    assert screen_allowed(excluding, "mall-1", None)
+
+
+def test_a_screen_pair_allows_that_venues_screen_and_not_the_same_id_elsewhere() -> None:
+    targeted = campaign(1, targeting=Targeting(screens=frozenset({("mall-1", "s1"), ("lobby", "s2")})))
+    assert screen_allowed(targeted, "mall-1", "s1")
+    assert screen_allowed(targeted, "lobby", "s2")
+    assert not screen_allowed(targeted, "lobby", "s1")
+    assert not screen_allowed(targeted, "mall-1", "s2")
+    assert not screen_allowed(targeted, "mall-1", None)
+
+
+def test_screen_ids_and_screen_pairs_are_alternatives_of_one_dimension() -> None:
+    both = campaign(
+        1, targeting=Targeting(screen_ids=frozenset({"s1"}), screens=frozenset({("lobby", "s2")}))
+    )
+    assert screen_allowed(both, "mall-1", "s1")
+    assert screen_allowed(both, "lobby", "s1")
+    assert screen_allowed(both, "lobby", "s2")
+    assert not screen_allowed(both, "mall-1", "s2")
+
+
+def test_an_excluded_screen_pair_excludes_only_that_venues_screen() -> None:
+    excluding = campaign(1, exclusions=Targeting(screens=frozenset({("mall-1", "s1")})))
+    assert not screen_allowed(excluding, "mall-1", "s1")
+    assert screen_allowed(excluding, "lobby", "s1")
+    assert screen_allowed(excluding, "mall-1", None)
 
 
 def test_exclusion_wins_over_targeting_of_the_same_screen() -> None:
@@ -226,5 +252,5 @@ def test_exclusion_wins_over_targeting_of_the_same_screen() -> None:
         targeting=Targeting(screen_ids=frozenset({"s1", "s2"})),
         exclusions=Targeting(screen_ids=frozenset({"s1"})),
     )
-    assert not screen_allowed(both, "s1")
-    assert screen_allowed(both, "s2")
+    assert not screen_allowed(both, "mall-1", "s1")
+    assert screen_allowed(both, "mall-1", "s2")

@@ -119,4 +119,5 @@ def compile_targeting(rules: TargetingRules | None, venue_ids: list[str] | None)
         if geo
         else (),
         screen_ids=frozenset(rules.screen_ids or ()),
+        screens=frozenset((s.venue_id, s.screen_id) for s in rules.screens or ()),
     )

@@ -73,6 +73,13 @@ class Geo(msgspec.Struct, forbid_unknown_fields=True):
     radius: Annotated[list[GeoRadius], msgspec.Meta(max_length=1_000)] | None = None
 
 
+class ScreenRef(msgspec.Struct, forbid_unknown_fields=True):
+    """One screen of one venue. Screen ids are the venue's own, so "s1" may name a screen in every venue."""
+
+    venue_id: Id
+    screen_id: Id
+
+
 class TargetingRules(msgspec.Struct, forbid_unknown_fields=True):
     """Venue and screen criteria. As targeting, every dimension given must match (values within one
     dimension are alternatives); as exclusions, a match in any dimension excludes.
@@ -80,6 +87,9 @@ class TargetingRules(msgspec.Struct, forbid_unknown_fields=True):
     In targeting, `venue_ids` is the campaign's venue list (the same as the campaign's top-level
     `venue_ids`): null runs it in every venue, and a PATCH whose targeting leaves `venue_ids` out keeps
     the list.
+
+    Screens are one dimension, named two ways (either matching is a match): `screen_ids` names a screen id
+    in every venue the campaign runs in, `screens` names one venue's screen.
     """
 
     venue_ids: Annotated[list[Id], msgspec.Meta(max_length=10000)] | UnsetType | None = UNSET
@@ -87,6 +97,7 @@ class TargetingRules(msgspec.Struct, forbid_unknown_fields=True):
     venue_tags: Annotated[list[Label], msgspec.Meta(max_length=1_000)] | None = None
     geo: Geo | None = None
     screen_ids: Annotated[list[Id], msgspec.Meta(max_length=10_000)] | None = None
+    screens: Annotated[list[ScreenRef], msgspec.Meta(max_length=10_000)] | None = None
 
 
 class Daypart(msgspec.Struct, forbid_unknown_fields=True):

@@ -244,7 +244,9 @@ class DecisionIndex:
         named: set[str] = set()
         for campaign in campaigns.values():
             self._post(campaign, wide_radius, everywhere)
-            named.update(campaign.targeting.screen_ids, campaign.exclusions.screen_ids)
+            for criteria in (campaign.targeting, campaign.exclusions):
+                named.update(criteria.screen_ids)
+                named.update(screen_id for _, screen_id in criteria.screens)
         self._wide_radius = tuple(wide_radius)
         self._everywhere = tuple(everywhere)
         self._named_screens = frozenset(named)
@@ -365,7 +367,7 @@ class DecisionIndex:
             _remember(self._fitted, fit, fitted, self._cache_size)
         by_tier: dict[Tier, list[Candidate]] = {}
         for campaign in self.candidates(venue):
-            if not screen_allowed(campaign, screen_id):
+            if not screen_allowed(campaign, venue.venue_id, screen_id):
                 continue
             if campaign.id in fitted:
                 candidate = fitted[campaign.id]

@@ -50,7 +50,8 @@ class GeoRadius:
 class Targeting:
     """Venue and screen criteria. As a targeting: every non-empty dimension must match (AND), any value
     within a dimension may match (OR); geography (countries, regions, cities, radii) is one dimension.
-    As exclusions: a match in any dimension excludes."""
+    As exclusions: a match in any dimension excludes. Screens are one dimension: a screen id in any venue
+    (`screen_ids`) or a (venue id, screen id) pair (`screens`)."""
 
     venue_ids: frozenset[str] = frozenset()
     venue_types: frozenset[str] = frozenset()
@@ -60,6 +61,7 @@ class Targeting:
     cities: frozenset[str] = frozenset()
     radii: tuple[GeoRadius, ...] = ()
     screen_ids: frozenset[str] = frozenset()
+    screens: frozenset[tuple[str, str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,13 +38,18 @@ def venue_excluded(exclusions: Targeting, venue: VenueProfile) -> bool:
     return has_geography(exclusions) and geography_matches(exclusions, venue)
 
 
-def screen_allowed(campaign: LiveCampaign, screen_id: str | None) -> bool:
+def screen_allowed(campaign: LiveCampaign, venue_id: str, screen_id: str | None) -> bool:
     """A screen-targeted campaign was sold on named screens only: a request naming none cannot carry it."""
-    if campaign.targeting.screen_ids and (
-        screen_id is None or screen_id not in campaign.targeting.screen_ids
+    targeting = campaign.targeting
+    if (targeting.screen_ids or targeting.screens) and (
+        screen_id is None or not _names_screen(targeting, venue_id, screen_id)
     ):
         return False
-    return screen_id is None or screen_id not in campaign.exclusions.screen_ids
+    return screen_id is None or not _names_screen(campaign.exclusions, venue_id, screen_id)
+
+
+def _names_screen(criteria: Targeting, venue_id: str, screen_id: str) -> bool:
+    return screen_id in criteria.screen_ids or (venue_id, screen_id) in criteria.screens
 
 
 def has_geography(targeting: Targeting) -> bool:
