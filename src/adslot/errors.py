@@ -30,6 +30,13 @@ INTERNAL_ERROR = ApiError(500, "internal_error", "an internal error occurred; it
 """The answer to a bug, from the fast lane and from Litestar alike; the traceback goes to the log."""
 
 
+STORAGE_UNAVAILABLE = ApiError(
+    503, "storage_unavailable", "the database cannot take this request right now; retry shortly"
+)
+"""The answer when the database or the ledger's writer cannot serve now (storage/failures.py): with a
+Retry-After, since a retry is safe and will likely succeed."""
+
+
 def invalid_value(exc: msgspec.ValidationError) -> ApiError:
     """msgspec's "Expected `int`, got `str` - at `$.caps[0].limit`" as invalid_field on `caps[0].limit`; a
     body of the wrong type as a whole (no path) is invalid_body. The API and the CLI both answer with it."""

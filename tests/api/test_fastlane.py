@@ -43,10 +43,9 @@ def test_the_fast_query_reader_reads_what_parse_qsl_reads(pairs: list[tuple[str,
         assert _query({"query_string": query}) == expected
 
 
-def test_an_unexpected_failure_on_a_hot_path_answers_the_500_envelope_not_plain_text(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    """A pixel that reaches an environment whose ledger writer is not running (as during a shutdown)."""
+def answer_of_an_unstarted_environment(tmp_path: Path, path: str, query: bytes) -> tuple[dict[str, Any], Any]:
+    """What the fast lane answers on `path` for an environment whose ledger was never started (as during a
+    shutdown): the start message and the body, as JSON."""
     settings, _ = make_settings(tmp_path, "sqlite", free_port())
     env = Environment(settings, settings.environment("production"))
     fallback_called: list[Scope] = []
@@ -65,17 +64,46 @@ def test_an_unexpected_failure_on_a_hot_path_answers_the_500_envelope_not_plain_
     scope = {
         "type": "http",
         "method": "GET",
-        "path": "/api/v1/ad/callback/",
+        "path": path,
         "root_path": "",
-        "query_string": f"ad_request_uuid={uuid.uuid4()}".encode(),
+        "query_string": query,
         "headers": [],
     }
     asyncio.run(fast_lane(env, fallback)(scope, receive, send))  # type: ignore[arg-type]
     assert not fallback_called
     start, body = sent
-    assert start["status"] == 500
     assert (b"content-type", b"application/json") in start["headers"]
-    assert json.loads(body["body"]) == {
+    return start, json.loads(body["body"])
+
+
+def test_a_pixel_the_ledger_writer_cannot_take_answers_503_with_retry_after(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The player fires it again, which is safe: a pixel counts once however often it is fired."""
+    start, body = answer_of_an_unstarted_environment(
+        tmp_path, "/api/v1/ad/callback/", f"ad_request_uuid={uuid.uuid4()}".encode()
+    )
+    assert start["status"] == 503
+    assert (b"retry-after", b"1") in start["headers"]
+    assert body == {
+        "status": 503,
+        "error": {
+            "code": "storage_unavailable",
+            "message": "the database cannot take this request right now; retry shortly",
+            "field": None,
+        },
+    }
+    assert "the ledger writer is not running" in caplog.text
+
+
+def test_an_unexpected_failure_on_a_hot_path_answers_the_500_envelope_not_plain_text(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An inline VAST read on a ledger store that was never opened: a bug, not a passing outage."""
+    start, body = answer_of_an_unstarted_environment(tmp_path, f"/api/v1/ad/vast/{uuid.uuid4()}", b"")
+    assert start["status"] == 500
+    assert not any(name == b"retry-after" for name, _ in start["headers"])
+    assert body == {
         "status": 500,
         "error": {
             "code": "internal_error",
@@ -83,4 +111,4 @@ def test_an_unexpected_failure_on_a_hot_path_answers_the_500_envelope_not_plain_
             "field": None,
         },
     }
-    assert "the ledger writer is not running" in caplog.text
+    assert "unhandled error on GET /api/v1/ad/vast/" in caplog.text

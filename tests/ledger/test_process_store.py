@@ -12,7 +12,7 @@ from adslot.environment import make_store
 from adslot.ledger.group_commit import GroupCommitter
 from adslot.ledger.process_store import ProcessLedgerStore
 from adslot.ledger.records import Fire, Issue, NoFill, Operation, Release, Settle, Verdict
-from adslot.ledger.wire import WireError
+from adslot.storage.failures import LedgerUnavailable
 from tests.ledger.stores import PLAY, WINDOW, LedgerDatabase, check_accounting, claims_for, record, workload
 
 Answer = tuple[object, object, dict[str, object], int]
@@ -95,7 +95,7 @@ def test_a_writer_process_that_dies_fails_its_batch_and_the_next_batch_gets_a_ne
             assert not any(f.done() for f in in_flight)
             os.kill(pid, signal.SIGKILL)
             for batch in in_flight:
-                with pytest.raises(WireError, match="exited during a batch"):
+                with pytest.raises(LedgerUnavailable, match="exited during a batch"):
                     await asyncio.wait_for(batch, 10)
             third = record()
             assert [v.outcome for v in await store.apply([Issue(third)])] == ["issued"]

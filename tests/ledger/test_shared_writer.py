@@ -20,6 +20,7 @@ from adslot.ledger.records import Fire, Issue, Verdict
 from adslot.ledger.shared_writer import SharedWriter, socket_path
 from adslot.ledger.stores import store_for
 from adslot.ledger.wire import WireError
+from adslot.storage.failures import LedgerUnavailable
 from tests.ledger.stores import PLAY, LedgerDatabase, check_accounting, record, workload
 
 
@@ -149,7 +150,7 @@ def test_a_killed_shared_writer_is_started_again_and_its_workers_dial_the_new_on
             await asyncio.sleep(0.2)
             assert not in_flight.done()
             os.kill(old.pid, signal.SIGKILL)
-            with pytest.raises(WireError, match="exited during a batch"):
+            with pytest.raises(LedgerUnavailable, match="exited during a batch"):
                 await asyncio.wait_for(in_flight, 10)
             assert outcomes(await asyncio.wait_for(store.apply([Issue(third)]), 60)) == ["issued"]
             assert shared.process is not old and shared.starts == 2

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import re
 from typing import Any
 
@@ -10,10 +9,9 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
 from adslot.api.adapters import reply_response
-from adslot.api.reply import error_reply
-from adslot.errors import INTERNAL_ERROR, ApiError
+from adslot.api.reply import error_reply, failure_reply
+from adslot.errors import ApiError
 
-log = logging.getLogger(__name__)
 _FIELD = re.compile(r"`\$\.([A-Za-z0-9_]+)")
 _CODES = {
     400: "bad_request",
@@ -58,8 +56,7 @@ def http_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Response[byte
 
 
 def internal_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
-    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return to_response(INTERNAL_ERROR)
+    return reply_response(failure_reply(exc, request.method, request.url.path))
 
 
 EXCEPTION_HANDLERS = {

@@ -7,16 +7,14 @@ Litestar, whose handlers call the same functions and describe these paths in the
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl
 
 from adslot.api.ad_request import handle_ad_request
 from adslot.api.proof_of_play import handle_event, handle_inline_vast
-from adslot.api.reply import NO_STORE, Reply, error_reply
+from adslot.api.reply import NO_STORE, Reply, failure_reply
 from adslot.environment import Environment
-from adslot.errors import INTERNAL_ERROR
 from adslot.vast.urls import QUARTILE_EVENTS
 
 Scope = MutableMapping[str, Any]
@@ -29,7 +27,6 @@ AD_REQUEST_PATHS = frozenset({"/api/v1/ad/request", "/ad/request"})
 CALLBACK_PATHS = frozenset({"/api/v1/ad/callback/", "/api/v1/ad/callback"})
 TRACKING_PATHS = frozenset({"/api/v1/ad/tracking/video/", "/api/v1/ad/tracking/video"})
 VAST_PREFIX = "/api/v1/ad/vast/"
-log = logging.getLogger(__name__)
 
 
 def _query(scope: Scope) -> dict[str, str]:
@@ -140,10 +137,9 @@ def fast_lane(env: Environment, fallback: ASGIApp) -> ASGIApp:
                     )
                 elif method == "GET" and path.startswith(VAST_PREFIX) and "/" not in path[len(VAST_PREFIX) :]:
                     reply = await handle_inline_vast(env, path[len(VAST_PREFIX) :])
-        except Exception:
+        except Exception as exc:
             # As Litestar answers for the same paths: the error envelope, logged; never a bare text/plain 500.
-            log.exception("unhandled error on %s %s", method, path)
-            reply = error_reply(INTERNAL_ERROR, NO_STORE)
+            reply = failure_reply(exc, method, path, NO_STORE)
         if reply is None:
             return await fallback(scope, receive, send)
         await _send(send, reply, method == "HEAD")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 import msgspec
 
-from adslot.errors import ApiError
+from adslot.errors import INTERNAL_ERROR, STORAGE_UNAVAILABLE, ApiError
+from adslot.storage.failures import UNAVAILABLE_RETRY_AFTER_SECONDS, unavailable
+
+log = logging.getLogger("adslot.api")
 
 JSON = "application/json"
 XML = "application/xml; charset=utf-8"
@@ -23,6 +27,17 @@ class Reply:
 
 def json_reply(status: int, data: object, *headers: tuple[str, str]) -> Reply:
     return Reply(status, msgspec.json.encode({"status": status, "data": data}), JSON, list(headers))
+
+
+def failure_reply(exc: Exception, method: str, path: str, *headers: tuple[str, str]) -> Reply:
+    """An exception no handler answered: 503 with Retry-After when the storage cannot serve now, else the
+    500 of a bug, with its traceback in the log."""
+    if unavailable(exc):
+        log.warning("%s %s: storage unavailable: %s: %s", method, path, type(exc).__name__, exc)
+        retry = ("retry-after", str(UNAVAILABLE_RETRY_AFTER_SECONDS))
+        return error_reply(STORAGE_UNAVAILABLE, *headers, retry)
+    log.error("unhandled error on %s %s", method, path, exc_info=exc)
+    return error_reply(INTERNAL_ERROR, *headers)
 
 
 def error_reply(error: ApiError, *headers: tuple[str, str]) -> Reply:

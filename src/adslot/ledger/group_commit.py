@@ -12,6 +12,8 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
+from adslot.storage.failures import LedgerUnavailable
+
 Op = TypeVar("Op")
 Result = TypeVar("Result")
 
@@ -45,7 +47,7 @@ class GroupCommitter(Generic[Op, Result]):
 
     async def submit(self, op: Op) -> Result:
         if self._closing or self._task is None or self._loop is None:
-            raise RuntimeError("the ledger writer is not running")
+            raise LedgerUnavailable("the ledger writer is not running")
         future: asyncio.Future[Result] = self._loop.create_future()
         self._pending.append((op, future))
         self._wakeup.set()

@@ -7,8 +7,9 @@ process applies it in one transaction and answers after the commit, so a verdict
 (the inline VAST, the record) stay in the worker on its own read connection: they are single primary-key
 lookups, cheaper than a hop.
 
-If the writer process dies, the batch in flight fails (its requests get a 500, never a false success) and
-the next batch starts a new writer process.
+If the writer process dies, the batch in flight fails (never a false success) and the next batch starts a
+new writer process; the group committer retries the failed batch's operations on it one by one, and what
+still fails is answered 503 (storage/failures.py).
 
 With `socket`, the store starts no process: it dials the writer that `adslot serve --workers N` runs for all
 its workers (writer_process.py, `--listen`), and after a failure dials again until that writer is back.
@@ -32,6 +33,7 @@ from adslot.ledger.records import AdRequest, Operation, Verdict
 from adslot.ledger.store import LedgerStore
 from adslot.ledger.wire import WireError, decode_verdicts, encode_operations, read_frame, write_frame
 from adslot.ledger.writer_process import READY, encode_database
+from adslot.storage.failures import LedgerUnavailable
 
 log = logging.getLogger(__name__)
 START_TIMEOUT_SECONDS = 60.0
@@ -141,7 +143,7 @@ class ProcessLedgerStore:
                 if not waiter.done():  # a cancelled wait: its answer is read and dropped, in step
                     waiter.set_result(frame)
         except (asyncio.IncompleteReadError, ConnectionError, WireError) as exc:
-            error = WireError("the ledger writer process exited during a batch")
+            error = LedgerUnavailable("the ledger writer process exited during a batch")
             error.__cause__ = exc
             while waiting:
                 waiter = waiting.popleft()
@@ -163,7 +165,7 @@ class ProcessLedgerStore:
             answers.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await answers
-        error = WireError("the ledger writer process was stopped during a batch")
+        error = LedgerUnavailable("the ledger writer process was stopped during a batch")
         while self._waiting:
             waiter = self._waiting.popleft()
             if not waiter.done():
@@ -209,12 +211,15 @@ class ProcessLedgerStore:
 
     async def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
         if self._closed:
-            raise RuntimeError("the ledger store is closed")
+            raise LedgerUnavailable("the ledger store is closed")
         if not self._alive():
             async with self._lock:  # one new writer process, however many batches find the old one gone
                 if not self._alive():
                     await self._drop()
-                    await self._spawn()
+                    try:
+                        await self._spawn()
+                    except Exception as exc:
+                        raise LedgerUnavailable(f"no ledger writer to take the batch: {exc}") from exc
         assert self._writer is not None
         waiter: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         # Appended and written with no await in between, so the futures stay in the order of the frames.

@@ -6,7 +6,8 @@ listening writer per environment before its workers, and each worker's ProcessLe
 (`ADSLOT_LEDGER_SOCKET_DIR`): the batches of all workers that arrive during a commit go in the next one.
 
 The writer lives as long as the server: a watcher thread starts it again if it dies (the workers' batches in
-flight fail with a 500, never a false success, and their next batches dial the new one). At the end its
+flight fail, never with a false success; their operations are retried on the new one, and what still fails
+is answered 503). At the end its
 standard input is closed; it answers what its workers still send, then exits when the last one has gone.
 """
 

@@ -17,6 +17,7 @@ import msgspec
 from adslot.ids import uuid_from_int
 from adslot.ledger.budget import Snapshot
 from adslot.ledger.records import NO_COUNTERS, Fire, Issue, NoFill, Operation, Release, Settle, Verdict
+from adslot.storage.failures import LedgerUnavailable
 
 FIRE, ISSUE, RELEASE, SETTLE, NO_FILL = range(5)
 _TAGS: dict[type, int] = {Issue: ISSUE, Release: RELEASE, Settle: SETTLE, NoFill: NO_FILL}
@@ -75,14 +76,16 @@ def encode_verdicts(verdicts: Sequence[Verdict]) -> bytes:
     return _encode(("ok", rows))
 
 
-def encode_error(message: str) -> bytes:
-    return _encode(("error", [(message, None, None, None, 0)]))
+def encode_error(message: str, *, unavailable: bool = False) -> bytes:
+    """`unavailable`: the database refused the batch for a reason that passes (failures.unavailable)."""
+    return _encode(("unavailable" if unavailable else "error", [(message, None, None, None, 0)]))
 
 
 def decode_verdicts(frame: bytes) -> list[Verdict]:
     status, rows = _verdict_decoder.decode(frame)
     if status != "ok":
-        raise WireError(f"the ledger writer process failed the batch: {rows[0][0] if rows else status}")
+        message = f"the ledger writer process failed the batch: {rows[0][0] if rows else status}"
+        raise LedgerUnavailable(message) if status == "unavailable" else WireError(message)
     return [
         Verdict(outcome, expires_at, reason, counters or NO_COUNTERS, settled)  # type: ignore[arg-type]
         for outcome, expires_at, reason, counters, settled in rows

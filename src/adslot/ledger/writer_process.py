@@ -53,6 +53,7 @@ from adslot.ledger.wire import (
     read_frame_from,
     write_frame,
 )
+from adslot.storage.failures import unavailable
 
 log = logging.getLogger("adslot.ledger.writer_process")
 READY = b"ready"
@@ -98,8 +99,9 @@ def one_per_client(items: list[Item]) -> tuple[list[Item], list[Item]]:
 
 
 def _failure(exc: Exception) -> bytes:
-    """The answer to a batch that failed: the worker's group committer then retries it op by op."""
-    return encode_error(f"{type(exc).__name__}: {exc}")
+    """The answer to a batch that failed: the worker's group committer then retries it op by op, and
+    answers what still fails with a 503 when the database cannot serve now, else a 500."""
+    return encode_error(f"{type(exc).__name__}: {exc}", unavailable=unavailable(exc))
 
 
 POSTGRES_LANES = 4

@@ -1,0 +1,64 @@
+"""A database that cannot serve right now, told apart from a bug: the first is a 503 that players retry.
+
+A DOOH player treats a 5xx on an ad request as "no ad this slot" and a failed pixel as one to fire again.
+A 503 with Retry-After says the second plainly, and a retry is always safe here: a pixel fired again counts
+once, and an ad request asked again is a new one (an unanswered one that was stored anyway expires unplayed
+and its reservation returns). A 500 stays the answer to a bug, with its traceback in the log.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import asyncpg
+
+UNAVAILABLE_RETRY_AFTER_SECONDS = 1
+
+
+class LedgerUnavailable(RuntimeError):
+    """The ledger cannot take writes now: its writer is stopping, restarting or gone, or its database
+    refused the batch for a reason that passes (busy, unreachable, out of space). Nothing was answered as
+    stored."""
+
+
+_SQLITE = frozenset(
+    {"SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY"}
+)
+"""Primary result codes of a database that is busy, out of space, or whose file cannot be read or written;
+SQLITE_ERROR (a wrong statement, a missing table) is not among them: that is a bug or a missed migration."""
+_POSTGRES_CLASSES = frozenset({"08", "40", "53", "57", "58"})
+"""SQLSTATE classes: connection exception, transaction rollback (serialization failure, deadlock),
+insufficient resources (disk full, too many connections), operator intervention (shutdown, cancel),
+system error (I/O)."""
+_MAX_DEPTH = 4
+
+
+def unavailable(exc: BaseException) -> bool:
+    """Whether `exc` says the database (or the ledger's writer) cannot serve now, rather than a bug.
+
+    Follows the exception's cause, since SQLAlchemy and the drivers wrap what the database said."""
+    seen = 0
+    current: BaseException | None = exc
+    while current is not None and seen < _MAX_DEPTH:
+        if _passing(current):
+            return True
+        current = getattr(current, "orig", None) or current.__cause__
+        seen += 1
+    return False
+
+
+def _passing(exc: BaseException) -> bool:
+    if isinstance(exc, LedgerUnavailable | OSError):  # OSError: refused, reset, timed out, unreachable
+        return True
+    if isinstance(exc, sqlite3.Error):
+        name = getattr(exc, "sqlite_errorname", None) or ""
+        primary = "_".join(name.split("_")[:2])  # SQLITE_IOERR_WRITE is an SQLITE_IOERR
+        return primary in _SQLITE
+    if isinstance(exc, asyncpg.PostgresError):
+        return str(getattr(exc, "sqlstate", ""))[:2] in _POSTGRES_CLASSES
+    if isinstance(exc, asyncpg.InterfaceError):
+        message = str(exc)
+        return "closed" in message or "closing" in message  # the connection or the pool went away
+    # The server's FATAL notice (a terminated backend) reached an idle connection before its socket closed:
+    # the driver's protocol state is broken, the next statement is refused; a fresh connection serves.
+    return isinstance(exc, asyncpg.InternalClientError) and "cannot switch to state" in str(exc)

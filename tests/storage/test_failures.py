@@ -1,0 +1,133 @@
+"""What counts as a database that cannot serve now (a 503 to retry) and what stays a bug (a 500).
+
+Every exception here is the real one, raised by SQLite or PostgreSQL themselves."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import asyncpg
+import pytest
+import sqlalchemy as sa
+
+from adslot.ledger.wire import WireError, decode_verdicts
+from adslot.ledger.writer_process import _failure
+from adslot.storage.failures import LedgerUnavailable, unavailable
+from tests.conftest import require_postgres
+
+
+def sqlite_error(tmp_path: Path, statement: str, *, lock_first: bool = False) -> sqlite3.Error:
+    path = tmp_path / "db.sqlite3"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE IF NOT EXISTS t (x)")
+    if lock_first:
+        holder.execute("BEGIN IMMEDIATE")
+    other = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        with pytest.raises(sqlite3.Error) as caught:
+            other.execute(statement)
+        return caught.value
+    finally:
+        other.close()
+        holder.close()
+
+
+def test_a_database_locked_by_another_writer_is_unavailable(tmp_path: Path) -> None:
+    busy = sqlite_error(tmp_path, "BEGIN IMMEDIATE", lock_first=True)
+    assert busy.sqlite_errorname == "SQLITE_BUSY"
+    assert unavailable(busy)
+
+
+def test_a_wrong_statement_or_a_missing_table_is_a_bug_not_an_outage(tmp_path: Path) -> None:
+    missing = sqlite_error(tmp_path, "SELECT * FROM no_such_table")
+    assert missing.sqlite_errorname == "SQLITE_ERROR"
+    assert not unavailable(missing)
+    assert not unavailable(sqlite_error(tmp_path, "INSERT INTO t VALUES (1, 2)"))
+
+
+def test_a_read_only_database_file_is_unavailable(tmp_path: Path) -> None:
+    path = tmp_path / "ro.sqlite3"
+    sqlite3.connect(path).execute("CREATE TABLE t (x)").connection.commit()
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    with pytest.raises(sqlite3.OperationalError) as caught:
+        conn.execute("INSERT INTO t VALUES (1)")
+    conn.close()
+    assert caught.value.sqlite_errorname.startswith("SQLITE_READONLY")
+    assert unavailable(caught.value)
+
+
+def test_a_refused_connection_and_the_ledgers_own_outage_are_unavailable_and_plain_bugs_are_not() -> None:
+    assert unavailable(ConnectionRefusedError(111, "Connection refused"))
+    assert unavailable(TimeoutError())
+    assert unavailable(LedgerUnavailable("the ledger writer is not running"))
+    assert not unavailable(AssertionError("store not started"))
+    assert not unavailable(ValueError("bad"))
+    assert not unavailable(KeyError("x"))
+
+
+def test_an_outage_wrapped_by_sqlalchemy_is_found_through_its_cause(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite3"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    engine = sa.create_engine(f"sqlite:///{path}", connect_args={"timeout": 0})
+    try:
+        with pytest.raises(sa.exc.OperationalError) as caught, engine.begin() as conn:
+            conn.exec_driver_sql("INSERT INTO t VALUES (1)")
+    finally:
+        engine.dispose()
+        holder.close()
+    assert unavailable(caught.value)
+    bug = sa.exc.ProgrammingError("SELECT", None, sqlite3.ProgrammingError("bad parameter"))
+    assert not unavailable(bug)
+
+
+def test_the_writer_process_tells_its_worker_which_failures_pass(tmp_path: Path) -> None:
+    busy = sqlite_error(tmp_path, "BEGIN IMMEDIATE", lock_first=True)
+    with pytest.raises(LedgerUnavailable, match="database is locked"):
+        decode_verdicts(_failure(busy))
+    with pytest.raises(WireError, match="IntegrityError") as caught:
+        decode_verdicts(_failure(sqlite3.IntegrityError("UNIQUE constraint failed: ad_requests.id")))
+    assert not isinstance(caught.value, LedgerUnavailable)
+
+
+def test_a_postgresql_connection_the_server_ended_is_unavailable() -> None:
+    url = require_postgres()
+
+    async def ended() -> BaseException:
+        victim = await asyncpg.connect(url)
+        admin = await asyncpg.connect(url)
+        try:
+            pid = victim.get_server_pid()
+            await admin.execute("SELECT pg_terminate_backend($1)", pid)
+            # Which of these depends on where the FATAL notice meets the next statement.
+            broken = (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError)
+            with pytest.raises(broken) as caught:
+                for _ in range(50):  # the termination reaches the victim's socket a moment later
+                    await victim.execute("SELECT 1")
+                    await asyncio.sleep(0.02)
+            return caught.value
+        finally:
+            await admin.close()
+            victim.terminate()
+
+    assert unavailable(asyncio.run(ended()))
+
+
+def test_a_postgresql_statement_error_is_a_bug_not_an_outage() -> None:
+    url = require_postgres()
+
+    async def wrong() -> BaseException:
+        conn = await asyncpg.connect(url)
+        try:
+            with pytest.raises(asyncpg.PostgresError) as caught:
+                await conn.execute("SELECT * FROM adslot_no_such_table")
+            return caught.value
+        finally:
+            await conn.close()
+
+    error = asyncio.run(wrong())
+    assert error.sqlstate == "42P01"  # type: ignore[attr-defined]
+    assert not unavailable(error)
