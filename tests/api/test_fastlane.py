@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote
@@ -43,11 +44,15 @@ def test_the_fast_query_reader_reads_what_parse_qsl_reads(pairs: list[tuple[str,
         assert _query({"query_string": query}) == expected
 
 
-def answer_of_an_unstarted_environment(tmp_path: Path, path: str, query: bytes) -> tuple[dict[str, Any], Any]:
+def answer_of_an_unstarted_environment(
+    tmp_path: Path, path: str, query: bytes, lookup: Callable[[uuid.UUID], Awaitable[Any]] | None = None
+) -> tuple[dict[str, Any], Any]:
     """What the fast lane answers on `path` for an environment whose ledger was never started (as during a
-    shutdown): the start message and the body, as JSON."""
+    shutdown), with its point reads replaced by `lookup` if given: the start message and the body, as JSON."""
     settings, _ = make_settings(tmp_path, "sqlite", free_port())
     env = Environment(settings, settings.environment("production"))
+    if lookup is not None:
+        env.lookup = lookup
     fallback_called: list[Scope] = []
 
     async def fallback(scope: Scope, receive: Receive, send: Send) -> None:
@@ -93,14 +98,27 @@ def test_a_pixel_the_ledger_writer_cannot_take_answers_503_with_retry_after(
             "field": None,
         },
     }
-    assert "the ledger writer is not running" in caplog.text
+    assert "the ledger is not running" in caplog.text
+
+
+def test_an_inline_vast_the_ledger_cannot_read_now_answers_503_with_retry_after(tmp_path: Path) -> None:
+    start, body = answer_of_an_unstarted_environment(tmp_path, f"/api/v1/ad/vast/{uuid.uuid4()}", b"")
+    assert start["status"] == 503
+    assert (b"retry-after", b"1") in start["headers"]
+    assert body["error"]["code"] == "storage_unavailable"
 
 
 def test_an_unexpected_failure_on_a_hot_path_answers_the_500_envelope_not_plain_text(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """An inline VAST read on a ledger store that was never opened: a bug, not a passing outage."""
-    start, body = answer_of_an_unstarted_environment(tmp_path, f"/api/v1/ad/vast/{uuid.uuid4()}", b"")
+    """An inline VAST whose read fails with an error that says nothing of an outage: a bug, answered 500."""
+
+    async def broken_read(ad_request_id: uuid.UUID) -> Any:
+        raise KeyError(ad_request_id)
+
+    start, body = answer_of_an_unstarted_environment(
+        tmp_path, f"/api/v1/ad/vast/{uuid.uuid4()}", b"", broken_read
+    )
     assert start["status"] == 500
     assert not any(name == b"retry-after" for name, _ in start["headers"])
     assert body == {

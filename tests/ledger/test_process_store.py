@@ -12,6 +12,7 @@ from adslot.environment import make_store
 from adslot.ledger.group_commit import GroupCommitter
 from adslot.ledger.process_store import ProcessLedgerStore
 from adslot.ledger.records import Fire, Issue, NoFill, Operation, Release, Settle, Verdict
+from adslot.ledger.sqlite_store import CHUNK
 from adslot.storage.failures import LedgerUnavailable
 from tests.ledger.stores import PLAY, WINDOW, LedgerDatabase, check_accounting, claims_for, record, workload
 
@@ -134,7 +135,8 @@ def test_a_drain_commits_every_submitted_batch_then_the_writer_process_exits_cle
 
 
 def test_get_many_answers_each_id_in_order_with_none_for_unknown_ones(db: LedgerDatabase) -> None:
-    """The batched point read PostgreSQL's inline VAST uses (Environment.lookup), on every store."""
+    """The batched point read every inline VAST goes through (Environment.lookup), on every store; past
+    one statement's worth of ids (SQLite's CHUNK) too."""
 
     async def scenario(writer: str) -> None:
         store = make_store(db.env, writer)
@@ -147,6 +149,13 @@ def test_get_many_answers_each_id_in_order_with_none_for_unknown_ones(db: Ledger
             assert [r.venue_id if r else None for r in found] == ["hall", None, "lobby", "hall"]
             assert found[2] == await store.get(first.id)
             assert await store.get_many([]) == []
+            many = [record(venue_id=f"v{i}") for i in range(CHUNK + 20)]
+            await store.apply([Issue(r) for r in many])
+            asked = [r.id for r in reversed(many)] + [missing]
+            assert [r.venue_id if r else None for r in await store.get_many(asked)] == [
+                *(r.venue_id for r in reversed(many)),
+                None,
+            ]
         finally:
             await store.close()
 

@@ -47,7 +47,7 @@ class GroupCommitter(Generic[Op, Result]):
 
     async def submit(self, op: Op) -> Result:
         if self._closing or self._task is None or self._loop is None:
-            raise LedgerUnavailable("the ledger writer is not running")
+            raise LedgerUnavailable("the ledger is not running (not yet started, or stopping)")
         future: asyncio.Future[Result] = self._loop.create_future()
         self._pending.append((op, future))
         self._wakeup.set()

@@ -1,6 +1,7 @@
 """The ledger on SQLite: point reads on the event loop, batched writes in one writer thread.
 
-Reads are primary-key lookups that take microseconds, cheaper than a thread hop. Writes run on a single
+Reads are primary-key lookups that take microseconds, cheaper than a thread hop; the environment hands
+concurrent ones to get_many together, one statement and so one read transaction. Writes run on a single
 thread that owns the write connection; BEGIN IMMEDIATE takes SQLite's write lock (so the batch's reads and
 writes are atomic against other worker processes), and WAL with synchronous=FULL makes each commit durable
 before the batch's requests are answered.
@@ -48,6 +49,7 @@ from adslot.ledger.store import (
 )
 
 SELECT = SELECT_ONE + "?"
+SELECT_IN = SELECT_ONE.replace("id = ", "id IN ({marks})")
 DATA_VERSION = "PRAGMA data_version"
 """Changes when another connection commits: read under the write lock, it says whether what this writer
 remembers (remembered.py) still holds."""
@@ -269,7 +271,18 @@ class SqliteLedgerStore:
         return _row_to_record(ad_request_id, row) if row else None
 
     async def get_many(self, ids: Sequence[uuid.UUID]) -> list[AdRequest | None]:
-        return [await self.get(ident) for ident in ids]
+        """One statement, so one read transaction (and one WAL-index lock and unlock) for many readers."""
+        assert self._reader is not None, "store not started"
+        named = {ident.hex: ident for ident in ids}
+        found: dict[uuid.UUID, AdRequest] = {}
+        keys = list(named)
+        for i in range(0, len(keys), CHUNK):
+            chunk = keys[i : i + CHUNK]
+            rows = self._reader.execute(SELECT_IN.format(marks=", ".join("?" * len(chunk))), chunk)
+            for row in rows:
+                ident = named[row[0]]
+                found[ident] = _row_to_record(ident, row)
+        return [found.get(ident) for ident in ids]
 
     async def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
         return await asyncio.get_running_loop().run_in_executor(
