@@ -73,9 +73,9 @@ class Environment:
         )
         # Point reads of ad requests (the inline VAST, the record) are batched as writes are: concurrent
         # readers share one statement (id IN / id = ANY). On PostgreSQL that is one round trip instead of a
-        # pooled connection each; on SQLite one read transaction, whose WAL-index lock and unlock cost more
-        # than the row under load (inline VAST 0.53-0.54 of the bare app with a read each, 0.71-0.73 batched,
-        # bench/README.md).
+        # pooled connection each; on SQLite one read transaction. The read costs the same either way, but the
+        # worker and the kernel spend less per request when a loop pass answers many readers at once (inline
+        # VAST 0.53-0.54 of the bare app with a read each, 0.71-0.73 batched; bench/README.md).
         self._reads: GroupCommitter[uuid.UUID, AdRequest | None] = GroupCommitter(
             self.store.get_many, settings.batch_max
         )
