@@ -116,6 +116,15 @@ def test_a_postgresql_connection_the_server_ended_is_unavailable() -> None:
     assert unavailable(asyncio.run(ended()))
 
 
+def test_asyncpgs_broken_protocol_state_after_a_terminated_backend_is_unavailable() -> None:
+    """The branch the test above reaches only when the FATAL notice arrives between statements: asyncpg's
+    own message for it, as it raised it here."""
+    assert unavailable(
+        asyncpg.InternalClientError("cannot switch to state 15; another operation (2) is in progress")
+    )
+    assert not unavailable(asyncpg.InternalClientError("unexpected message type"))
+
+
 def test_a_postgresql_statement_error_is_a_bug_not_an_outage() -> None:
     url = require_postgres()
 
