@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import itertools
 import random
+import sqlite3
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing import Queue
 from pathlib import Path
@@ -22,7 +24,8 @@ from adslot.ledger.group_commit import GroupCommitter
 from adslot.ledger.records import AdRequest, Fire, Issue, NoFill, Operation, Release, Settle, Verdict
 from adslot.ledger.store import LedgerStore
 from adslot.settings import EnvironmentSettings
-from adslot.storage.tables import ad_requests, delivery_counters, pop_fires, request_stats
+from adslot.storage.database import sqlite_path
+from adslot.storage.tables import ad_requests, delivery_counters, ledger_answers, pop_fires, request_stats
 
 T = TypeVar("T")
 PLAY = 1_800_000_000
@@ -53,9 +56,25 @@ class LedgerDatabase:
             rows = conn.execute(sa.select(request_stats)).all()
         return {(r.venue_id, r.screen_id, r.hour): (r.requests, r.fills) for r in rows}
 
+    @contextlib.contextmanager
+    def write_lock(self) -> Iterator[None]:
+        """Hold what a ledger batch must take to commit, so that no writer can answer until it is let go."""
+        if self.backend == "sqlite":
+            conn = sqlite3.connect(sqlite_path(self.env.database_url), isolation_level=None)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            finally:
+                conn.execute("ROLLBACK")
+                conn.close()
+        else:
+            with self.engine.begin() as held:
+                held.exec_driver_sql("LOCK TABLE ad_requests IN ACCESS EXCLUSIVE MODE")
+                yield
+
     def clear(self) -> None:
         with self.engine.begin() as conn:
-            for table in (ad_requests, pop_fires, delivery_counters, request_stats):
+            for table in (ad_requests, pop_fires, delivery_counters, request_stats, ledger_answers):
                 conn.execute(sa.delete(table))
 
     def run(self, scenario: Callable[[LedgerStore], Awaitable[T]]) -> T:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -12,30 +14,34 @@ from typing import cast
 import pytest
 
 from adslot.environment import prepare_database
-from adslot.ledger.records import Fire, Issue, Operation, Verdict
+from adslot.ledger.records import Fire, Issue, NoFill, Operation, Receipt, Verdict
 from adslot.ledger.sqlite_store import SqliteLedgerStore
 from adslot.ledger.store import LedgerStore
 from adslot.ledger.stores import store_for
 from adslot.ledger.wire import (
+    Stamp,
     WireError,
     decode_verdicts,
-    encode_operations,
+    encode_batch,
     framed,
     read_frame,
     read_frame_from,
+    resent,
     write_frame,
 )
 from adslot.ledger.writer_process import (
     POSTGRES_LANES,
+    READY,
     Applier,
     Client,
     Item,
     answer_until_closed,
+    encode_database,
     lanes_for,
     one_per_client,
 )
 from tests.conftest import free_port, make_settings
-from tests.ledger.stores import PLAY, record
+from tests.ledger.stores import PLAY, LedgerDatabase, record
 
 A, B, C = (cast(Client, object()) for _ in range(3))
 
@@ -70,7 +76,7 @@ class _SlowFirstStore:
         self.finished: list[str] = []
         self.slow = asyncio.Event()
 
-    async def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
+    async def apply(self, operations: Sequence[Operation], receipts: Sequence[Receipt] = ()) -> list[Verdict]:
         name = ",".join(op.event for op in operations if isinstance(op, Fire))
         self.started.append(name)
         if not self.finished and len(self.started) == 1:
@@ -93,8 +99,13 @@ async def _until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
         await asyncio.sleep(0.01)
 
 
+def batch(operations: Sequence[Operation], seq: int = 1, client: bytes = b"w" * 16) -> bytes:
+    """A batch frame as a worker's ProcessLedgerStore sends it."""
+    return encode_batch(Stamp(client, seq, PLAY, False), operations)
+
+
 def _fires(*events: str) -> bytes:
-    return encode_operations([Fire(uuid.uuid4(), event, "wrapper", 0) for event in events])
+    return batch([Fire(uuid.uuid4(), event, "wrapper", 0) for event in events])
 
 
 def test_postgres_batches_run_in_concurrent_lanes_yet_each_client_gets_its_answers_in_order() -> None:
@@ -154,7 +165,7 @@ def test_the_sqlite_writer_of_one_worker_answers_batch_by_batch_and_an_unreadabl
 ) -> None:
     issued = record()
     fire = Fire(issued.id, "impression", "wrapper", PLAY)
-    batches = (encode_operations([Issue(issued)]), b"not a batch", encode_operations([fire, fire]))
+    batches = (batch([Issue(issued)], 1), b"not a batch", batch([fire, fire], 3))
     issue_answer, unreadable, fires = answers_of_the_sqlite_writer(tmp_path, b"".join(map(framed, batches)))
     assert [v.outcome for v in decode_verdicts(issue_answer)] == ["issued"]
     with pytest.raises(WireError, match="the ledger writer process failed the batch"):
@@ -165,7 +176,68 @@ def test_the_sqlite_writer_of_one_worker_answers_batch_by_batch_and_an_unreadabl
 def test_the_sqlite_writer_of_one_worker_stops_quietly_when_its_worker_dies_mid_frame(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    sent = framed(encode_operations([Issue(record())])) + framed(b"cut short")[:6]
+    sent = framed(batch([Issue(record())])) + framed(b"cut short")[:6]
     (answer,) = answers_of_the_sqlite_writer(tmp_path, sent)
     assert [v.outcome for v in decode_verdicts(answer)] == ["issued"]
     assert "stream broke" in caplog.text
+
+
+class RawWriter:
+    """A real writer process, started as ProcessLedgerStore starts one, spoken to frame by frame."""
+
+    def __init__(self, db: LedgerDatabase) -> None:
+        ours, theirs = socket.socketpair()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "adslot.ledger.writer_process", str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+        )
+        theirs.close()
+        self.sock = ours
+        self.stream = ours.makefile("rb")
+        ours.sendall(framed(encode_database(db.env.database_url, db.env.database_schema)))
+        assert read_frame_from(self.stream) == READY
+
+    def ask(self, frame: bytes) -> bytes:
+        self.sock.sendall(framed(frame))
+        answer = read_frame_from(self.stream)
+        assert answer is not None
+        return answer
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait(30)
+        self.stream.close()
+        self.sock.close()
+
+
+def test_a_resent_frame_is_answered_as_first_committed_by_a_new_writer_and_never_applied_twice(
+    db: LedgerDatabase,
+) -> None:
+    """What a worker does when its writer dies before answering: it sends the frame again, marked as resent,
+    to a new writer, which answers from ledger_answers if the first committed it and applies it if not."""
+    issued = record()
+    issue = batch([Issue(issued), NoFill("lobby", "s2", PLAY)], seq=1)
+    fire = batch([Fire(issued.id, "impression", "wrapper", PLAY + 1)], seq=2)
+    start = batch([Fire(issued.id, "start", "wrapper", PLAY + 2)], seq=3)
+
+    first = RawWriter(db)
+    try:
+        issue_answer, fire_answer = first.ask(issue), first.ask(fire)
+    finally:
+        first.kill()
+    assert [v.outcome for v in decode_verdicts(fire_answer)] == ["counted"]
+
+    second = RawWriter(db)
+    try:
+        assert second.ask(resent(fire)) == fire_answer  # byte for byte: "counted", not "duplicate"
+        assert second.ask(resent(issue)) == issue_answer
+        # Never committed by anyone: applied now, and answered from the ledger from then on.
+        started = second.ask(resent(start))
+        assert [v.outcome for v in decode_verdicts(started)] == ["counted"]
+        assert second.ask(resent(start)) == started
+    finally:
+        second.kill()
+
+    row = db.rows()[issued.id]
+    assert (row["impression_at"], row["start_at"], row["duplicate_count"]) == (PLAY + 1, PLAY + 2, 0)
+    assert sorted(db.stats().values()) == [(1, 0), (1, 1)], "the issue and the no-fill counted once each"

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
-from adslot.storage.failures import LedgerUnavailable
+from adslot.storage.failures import LedgerUnavailable, OutcomeUnknown
 
 Op = TypeVar("Op")
 Result = TypeVar("Result")
@@ -87,6 +87,13 @@ class GroupCommitter(Generic[Op, Result]):
     async def _write(self, batch: list[tuple[Op, asyncio.Future[Result]]]) -> None:
         try:
             results = await self._apply([op for op, _ in batch])
+        except OutcomeUnknown as exc:
+            # Perhaps committed: applying its operations again could count them twice.
+            log.error("ledger batch of %d operations failed: %s", len(batch), exc)
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
         except Exception as exc:
             if len(batch) > 1:
                 # One bad operation must not fail its neighbours: write them one by one.

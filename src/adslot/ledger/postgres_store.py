@@ -16,22 +16,36 @@ from collections.abc import Sequence
 import asyncpg
 
 from adslot.ledger.claims import closes_at
-from adslot.ledger.records import COLUMNS, ISSUE_COLUMNS, AdRequest, Operation, Verdict
+from adslot.ledger.records import (
+    ANSWER_SLOTS,
+    COLUMNS,
+    ISSUE_COLUMNS,
+    AdRequest,
+    AlreadyAnswered,
+    Operation,
+    Receipt,
+    Verdict,
+)
 from adslot.ledger.remembered import Remembered
 from adslot.ledger.resolve import FireKey
 from adslot.ledger.store import (
+    ANSWER,
+    ANSWER_COLUMNS,
     COALESCE_SET,
     COUNTER_COLUMNS,
     COUNTER_SET,
     DUE_WHERE,
     INSERT_COLUMNS,
+    PRUNE_ANSWERS,
     PRUNE_WHERE,
+    SAVE_ANSWER_SET,
     SELECT_ONE,
     SET_ONCE_COLUMNS,
     STATE_COLUMNS,
     STATS_UPSERT_SET,
     TIME_COLUMNS,
     Batch,
+    answer_rows,
     change_values,
     current_of,
     issue_values,
@@ -95,6 +109,15 @@ STATS = (
     "ON CONFLICT (venue_id, screen_id, hour) DO UPDATE SET " + STATS_UPSERT_SET
 )
 
+SAVE_ANSWERS = (
+    f"INSERT INTO ledger_answers ({ANSWER_COLUMNS}) "
+    "SELECT * FROM unnest($1::bytea[], $2::int[], $3::bigint[], $4::bigint[], $5::bytea[]) "
+    f"{SAVE_ANSWER_SET} RETURNING seq"
+)
+"""Waits on a row a concurrent transaction is writing (a dying writer's commit of the same frame), then
+writes nothing if that one committed."""
+READ_ANSWER = ANSWER.format(client="$1", slot="$2")
+
 
 def _columns(rows: Sequence[Sequence[object]], width: int) -> list[list[object]]:
     """Rows as one list per column, for unnest()."""
@@ -155,7 +178,17 @@ async def _apply(conn: asyncpg.Connection, batch: Batch, memory: Remembered) -> 
     prune = batch.prune()
     if prune is not None:
         await conn.execute(PRUNE, *prune)
+        await conn.execute(PRUNE_ANSWERS.format(before="$1"), batch.answers_before())
     return offered
+
+
+async def _save_answers(
+    conn: asyncpg.Connection, receipts: Sequence[Receipt], verdicts: list[Verdict]
+) -> None:
+    """Step 6, last in the transaction; a frame answered before writes nothing, and fails the batch."""
+    rows = answer_rows(receipts, verdicts)
+    if len(await conn.fetch(SAVE_ANSWERS, *_columns(rows, 5))) != len(rows):
+        raise AlreadyAnswered("a resent ledger frame was committed before")
 
 
 class _Connection(asyncpg.Connection):  # type: ignore[misc]
@@ -204,10 +237,18 @@ class PostgresLedgerStore:
         found = {row[0]: AdRequest(**dict(zip(COLUMNS, row, strict=True))) for row in rows}
         return [found.get(ident) for ident in ids]
 
-    async def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
+    async def answer(self, client: bytes, seq: int) -> bytes | None:
+        assert self._pool is not None, "store not started"
+        row = await self._pool.fetchrow(READ_ANSWER, client, seq % ANSWER_SLOTS)
+        return bytes(row[1]) if row is not None and row[0] == seq else None
+
+    async def apply(self, operations: Sequence[Operation], receipts: Sequence[Receipt] = ()) -> list[Verdict]:
         assert self._pool is not None, "store not started"
         batch = Batch.of(operations)
         async with self._pool.acquire() as conn, conn.transaction():
             offered = await _apply(conn, batch, self._fires)
+            verdicts = batch.verdicts()
+            if receipts:
+                await _save_answers(conn, receipts, verdicts)
         self._fires.stored(offered)
-        return batch.verdicts()
+        return verdicts

@@ -7,9 +7,12 @@ process applies it in one transaction and answers after the commit, so a verdict
 (the inline VAST, the record) stay in the worker on its own read connection: they are single primary-key
 lookups, cheaper than a hop.
 
-If the writer process dies, the batch in flight fails (never a false success) and the next batch starts a
-new writer process; the group committer retries the failed batch's operations on it one by one, and what
-still fails is answered 503 (storage/failures.py).
+If the writer process dies with batches in flight, the store cannot tell whether it committed them, so it
+starts a new writer process and sends them again, marked as resent, in the order first sent: a batch that
+was committed is answered from ledger_answers (stored in its own transaction), one that was not is applied
+now, so either way it counts once and its requests get the answer it came to. If no writer can be started,
+or the batches keep killing their writers, they fail with OutcomeUnknown (a 503 the player retries, never
+retried here). A batch never sent fails with LedgerUnavailable, and its operations are retried one by one.
 
 With `socket`, the store starts no process: it dials the writer that `adslot serve --workers N` runs for all
 its workers (writer_process.py, `--listen`), and after a failure dials again until that writer is back.
@@ -25,20 +28,32 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from adslot.ledger.records import AdRequest, Operation, Verdict
+from adslot.ledger.records import ANSWER_SLOTS, AdRequest, Operation, Verdict
 from adslot.ledger.store import LedgerStore
-from adslot.ledger.wire import WireError, decode_verdicts, encode_operations, read_frame, write_frame
+from adslot.ledger.wire import (
+    Stamp,
+    WireError,
+    decode_verdicts,
+    encode_batch,
+    read_frame,
+    resent,
+    write_frame,
+)
 from adslot.ledger.writer_process import READY, encode_database
-from adslot.storage.failures import LedgerUnavailable
+from adslot.storage.failures import LedgerUnavailable, OutcomeUnknown
 
 log = logging.getLogger(__name__)
 START_TIMEOUT_SECONDS = 60.0
 STOP_TIMEOUT_SECONDS = 30.0
 DIAL_PAUSE_SECONDS = 0.05
+RESENDS = 3
+"""Writers in a row that may go away with the same batches unanswered before those fail with OutcomeUnknown:
+a batch that kills every writer it reaches must not restart them forever."""
 
 
 class _Gone(RuntimeError):
@@ -70,10 +85,17 @@ class ProcessLedgerStore:
         self._writer: asyncio.StreamWriter | None = None
         self._lock = asyncio.Lock()
         self._closed = False
-        self._waiting: collections.deque[asyncio.Future[bytes]] = collections.deque()
-        """One future per batch sent and not yet answered, in the order sent: the writer process answers in
-        that order, so several batches can be in flight and the pipe never has to go idle between them."""
+        self._client = os.urandom(16)
+        """Names this worker's frames in ledger_answers, with their sequence numbers."""
+        self._seq = 0
+        self._waiting: collections.deque[tuple[bytes, asyncio.Future[bytes]]] = collections.deque()
+        """Each batch frame sent and not yet answered, with its future, in the order sent: the writer process
+        answers in that order, so several batches can be in flight and the pipe never has to go idle
+        between them; after a writer goes away they are sent again from here."""
         self._answers: asyncio.Task[None] | None = None
+        self._lost = 0
+        """Writers gone in a row with frames unanswered (reset by each answer)."""
+        self._recovery: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         await self._reads.start()
@@ -99,7 +121,7 @@ class ProcessLedgerStore:
                 await self._drop()
                 raise
         self._answers = asyncio.get_running_loop().create_task(
-            self._read_answers(self._reader, self._waiting), name="adslot-ledger-answers"
+            self._read_answers(self._reader), name="adslot-ledger-answers"
         )
 
     @staticmethod
@@ -129,47 +151,75 @@ class ProcessLedgerStore:
                 raise RuntimeError(f"the shared ledger writers at {path.parent} are gone")
             await asyncio.sleep(DIAL_PAUSE_SECONDS)
 
-    @staticmethod
-    async def _read_answers(
-        reader: asyncio.StreamReader, waiting: collections.deque[asyncio.Future[bytes]]
-    ) -> None:
-        """Hand each answer frame to the batch that waits for it; when the stream ends, fail the rest."""
+    async def _read_answers(self, reader: asyncio.StreamReader) -> None:
+        """Hand each answer frame to the batch that waits for it; when the stream ends with batches
+        unanswered, send them to a new writer at once."""
+        waiting = self._waiting
         try:
             while True:
                 frame = await read_frame(reader)
                 if not waiting:
                     raise WireError("the ledger writer process answered a batch nobody sent")
-                waiter = waiting.popleft()
+                _, waiter = waiting.popleft()
+                self._lost = 0
                 if not waiter.done():  # a cancelled wait: its answer is read and dropped, in step
                     waiter.set_result(frame)
         except (asyncio.IncompleteReadError, ConnectionError, WireError) as exc:
-            error = LedgerUnavailable("the ledger writer process exited during a batch")
-            error.__cause__ = exc
-            while waiting:
-                waiter = waiting.popleft()
-                if not waiter.done():
-                    waiter.set_exception(error)
+            if waiting and not self._closed:
+                log.warning("the ledger writer went away with %d batches unanswered (%s)", len(waiting), exc)
+                self._recovery = asyncio.get_running_loop().create_task(self._recover())
+
+    async def _recover(self) -> None:
+        with contextlib.suppress(LedgerUnavailable):  # the batches in flight have failed with it
+            await self._reconnect()
+
+    async def _reconnect(self) -> None:
+        """A new writer, and every unanswered frame sent to it again, before any new one."""
+        async with self._lock:  # one new writer process, however many batches find the old one gone
+            if self.connected():
+                return
+            await self._drop()
+            if self._waiting:
+                self._lost += 1
+            try:
+                if self._lost > RESENDS:
+                    raise RuntimeError(
+                        f"{RESENDS + 1} writers in a row went away with these batches in flight"
+                    )
+                await self._spawn()
+            except Exception as exc:
+                error = OutcomeUnknown(f"ledger batches in flight when their writer went away: {exc}")
+                error.__cause__ = exc
+                self._fail_waiting(error)
+                raise LedgerUnavailable(f"no ledger writer to take the batch: {exc}") from exc
+            assert self._writer is not None
+            for frame, _ in self._waiting:
+                write_frame(self._writer, resent(frame))
+
+    def _fail_waiting(self, error: Exception) -> None:
+        while self._waiting:
+            _, waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_exception(error)
+        self._lost = 0
 
     async def close(self) -> None:
         """After the group committer's drain: the writer process gets EOF after the last batch and exits."""
         self._closed = True
         async with self._lock:
             await self._drop()
+            self._fail_waiting(OutcomeUnknown("the ledger store was closed with batches in flight"))
         await self._reads.close()
 
     async def _drop(self) -> None:
-        """Close our end (the writer process finishes the batch in hand, then exits) and reap it."""
+        """Close our end (the writer process finishes the batch in hand, then exits) and reap it; the frames
+        it has not answered stay in _waiting."""
         writer, process, answers = self._writer, self._process, self._answers
         self._reader = self._writer = self._process = self._answers = None
         if answers is not None:
             answers.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await answers
-        error = LedgerUnavailable("the ledger writer process was stopped during a batch")
-        while self._waiting:
-            waiter = self._waiting.popleft()
-            if not waiter.done():
-                waiter.set_exception(error)
         if writer is not None:
             writer.close()
             with contextlib.suppress(ConnectionError):
@@ -192,6 +242,10 @@ class ProcessLedgerStore:
         """The current writer process (for health checks and tests)."""
         return self._process
 
+    def in_flight(self) -> int:
+        """Batch frames sent and not yet answered."""
+        return len(self._waiting)
+
     def writer_pid(self) -> int | None:
         return None if self._process is None else self._process.pid
 
@@ -201,7 +255,8 @@ class ProcessLedgerStore:
     async def get_many(self, ids: Sequence[uuid.UUID]) -> list[AdRequest | None]:
         return await self._reads.get_many(ids)
 
-    def _alive(self) -> bool:
+    def connected(self) -> bool:
+        """Whether a writer is there to take the next batch (any resent ones are already on their way)."""
         return (
             self._writer is not None
             and (self._socket is not None or (self._process is not None and self._process.poll() is None))
@@ -212,17 +267,16 @@ class ProcessLedgerStore:
     async def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
         if self._closed:
             raise LedgerUnavailable("the ledger store is closed")
-        if not self._alive():
-            async with self._lock:  # one new writer process, however many batches find the old one gone
-                if not self._alive():
-                    await self._drop()
-                    try:
-                        await self._spawn()
-                    except Exception as exc:
-                        raise LedgerUnavailable(f"no ledger writer to take the batch: {exc}") from exc
+        if not self.connected():
+            await self._reconnect()
         assert self._writer is not None
+        if len(self._waiting) >= ANSWER_SLOTS - 1:
+            # Its slot in ledger_answers would still hold an unanswered frame's answer.
+            raise RuntimeError(f"more than {ANSWER_SLOTS - 2} ledger batches in flight")
+        self._seq += 1
+        frame = encode_batch(Stamp(self._client, self._seq, int(time.time()), False), operations)
         waiter: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         # Appended and written with no await in between, so the futures stay in the order of the frames.
-        self._waiting.append(waiter)
-        write_frame(self._writer, encode_operations(operations))
+        self._waiting.append((frame, waiter))
+        write_frame(self._writer, frame)
         return decode_verdicts(await waiter)

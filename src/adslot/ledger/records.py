@@ -168,6 +168,30 @@ class Verdict(NamedTuple):
 
 Operation = Issue | Fire | Release | Settle | NoFill
 
+ANSWER_SLOTS = 64
+"""Rows each worker process keeps in ledger_answers: a frame is stored in slot seq % ANSWER_SLOTS. A worker
+has only its batches in flight unanswered at once (2 by default, at most ANSWER_SLOTS - 1), numbered in a row,
+so a slot is overwritten only after the frame before it in that slot was answered."""
+ANSWER_RETENTION_SECONDS = 24 * 3600
+"""How long the expiry sweep keeps an answer: far longer than a worker takes to resend its frames."""
+
+
+class Receipt(NamedTuple):
+    """One worker's frame within a batch: operations[start:stop] came in it (frame `seq` of worker `client`,
+    sent at `at`), and the store keeps their answer under (client, seq) in the batch's own transaction."""
+
+    client: bytes
+    seq: int
+    at: int
+    start: int
+    stop: int
+
+
+class AlreadyAnswered(RuntimeError):
+    """A resent frame whose batch was committed before, by a writer that died before it could answer: this
+    transaction is rolled back, and the frame is answered from ledger_answers instead."""
+
+
 COLUMNS = (
     "id",
     "account_id",

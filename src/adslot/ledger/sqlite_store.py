@@ -26,16 +26,29 @@ except ImportError:  # pragma: no cover - Windows has no flock; SQLite's busy ha
 
 from adslot.ids import uuid_from_int
 from adslot.ledger.claims import closes_at
-from adslot.ledger.records import COLUMNS, ISSUE_COLUMNS, AdRequest, Operation, Verdict
+from adslot.ledger.records import (
+    ANSWER_SLOTS,
+    COLUMNS,
+    ISSUE_COLUMNS,
+    AdRequest,
+    AlreadyAnswered,
+    Operation,
+    Receipt,
+    Verdict,
+)
 from adslot.ledger.remembered import Remembered, issued
 from adslot.ledger.resolve import FireKey
 from adslot.ledger.store import (
+    ANSWER,
+    ANSWER_COLUMNS,
     COALESCE_SET,
     COUNTER_COLUMNS,
     COUNTER_SET,
     DUE_WHERE,
     INSERT_COLUMNS,
+    PRUNE_ANSWERS,
     PRUNE_WHERE,
+    SAVE_ANSWER_SET,
     SELECT_ONE,
     SET_ONCE_COLUMNS,
     STATE_COLUMNS,
@@ -43,6 +56,7 @@ from adslot.ledger.store import (
     TIME_COLUMNS,
     TIMES_SET,
     Batch,
+    answer_rows,
     change_values,
     current_of,
     issue_values,
@@ -92,6 +106,8 @@ STATS = (
 )
 """One multi-row upsert per chunk: about twice as fast as executemany for the hundreds of screens a batch
 names, and this runs in every batch that issues."""
+SAVE_ANSWER = f"INSERT INTO ledger_answers ({ANSWER_COLUMNS}) VALUES (?, ?, ?, ?, ?) {SAVE_ANSWER_SET}"
+READ_ANSWER = ANSWER.format(client="?", slot="?")
 CHUNK = 500
 """Rows per IN list or multi-row VALUES: well under SQLite's bound-parameter limit."""
 CACHE_KIB = 64 * 1024
@@ -201,7 +217,15 @@ def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> list[F
     prune = batch.prune()
     if prune is not None:
         conn.execute(PRUNE, prune)
+        conn.execute(PRUNE_ANSWERS.format(before="?"), (batch.answers_before(),))
     return offered
+
+
+def _save_answers(conn: sqlite3.Connection, receipts: Sequence[Receipt], verdicts: Sequence[Verdict]) -> None:
+    """Step 6, last in the transaction; a frame answered before writes nothing, and fails the batch."""
+    rows = answer_rows(receipts, verdicts)
+    if conn.executemany(SAVE_ANSWER, rows).rowcount != len(rows):
+        raise AlreadyAnswered("a resent ledger frame was committed before")
 
 
 class WriteTurn:
@@ -284,12 +308,26 @@ class SqliteLedgerStore:
                 found[ident] = _row_to_record(ident, row)
         return [found.get(ident) for ident in ids]
 
-    async def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
+    async def apply(self, operations: Sequence[Operation], receipts: Sequence[Receipt] = ()) -> list[Verdict]:
         return await asyncio.get_running_loop().run_in_executor(
-            self._executor, self.apply_blocking, operations
+            self._executor, self.apply_blocking, operations, receipts
         )
 
-    def apply_blocking(self, operations: Sequence[Operation]) -> list[Verdict]:
+    async def answer(self, client: bytes, seq: int) -> bytes | None:
+        return await asyncio.get_running_loop().run_in_executor(
+            self._executor, self.answer_blocking, client, seq
+        )
+
+    def answer_blocking(self, client: bytes, seq: int) -> bytes | None:
+        """answer() without the thread hop, on the write connection (the writer process's one thread)."""
+        conn = self._writer
+        assert conn is not None, "store not started"
+        row = conn.execute(READ_ANSWER, (client, seq % ANSWER_SLOTS)).fetchone()
+        return bytes(row[1]) if row is not None and row[0] == seq else None
+
+    def apply_blocking(
+        self, operations: Sequence[Operation], receipts: Sequence[Receipt] = ()
+    ) -> list[Verdict]:
         """apply() without the thread hop, for a caller with nothing else to do meanwhile (the writer
         process); only while no apply() runs, since both use the one write connection."""
         conn, turn = self._writer, self._turn
@@ -303,6 +341,9 @@ class SqliteLedgerStore:
             try:
                 memory.check(conn.execute(DATA_VERSION).fetchone()[0])
                 offered = _apply(conn, batch, memory)
+                verdicts = batch.verdicts()
+                if receipts:
+                    _save_answers(conn, receipts, verdicts)
                 conn.execute("COMMIT")
             except BaseException:
                 memory.forget()
@@ -314,4 +355,4 @@ class SqliteLedgerStore:
             offered,
             [(record.id, issued(record, claims)) for record, claims in batch.admitted],
         )
-        return batch.verdicts()
+        return verdicts

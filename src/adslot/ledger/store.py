@@ -13,8 +13,11 @@ the order in which PostgreSQL takes its row locks, each kind in key order (so wo
 3. load the counters that issues claim and that settled ad requests move (insert missing rows, lock by key);
 4. deliver and release, then admit each issue in turn; write counters, new ad requests, row changes and
    request_stats (one statement or executemany each, one row per key: counts are aggregated per batch);
-5. with a Settle, drop the counters whose window closed before its retention (the closes_at index).
-Every read and write is keyed (primary key, the unsettled-expiry or the closes_at index): no scans.
+5. with a Settle, drop the counters whose window closed before its retention (the closes_at index);
+6. store the answer of each worker frame the batch carries (ledger_answers), so that a frame resent after
+   its writer process died is answered, not applied twice.
+Every read and write is keyed (primary key, the unsettled-expiry or the closes_at index): no scans, but for
+the Settle's pruning of ledger_answers, a table of ANSWER_SLOTS rows per worker process started in a day.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from typing import Protocol
 from adslot.ledger.budget import Counter, Snapshot, admit, claim_keys, deliver, release
 from adslot.ledger.claims import claims_json, parse_claims
 from adslot.ledger.records import (
+    ANSWER_RETENTION_SECONDS,
+    ANSWER_SLOTS,
     COLUMNS,
     EVENT_COLUMNS,
     ISSUE_COLUMNS,
@@ -36,6 +41,7 @@ from adslot.ledger.records import (
     Issue,
     NoFill,
     Operation,
+    Receipt,
     Release,
     Settle,
     Verdict,
@@ -51,6 +57,7 @@ from adslot.ledger.resolve import (
     resolve_releases,
     resolve_settles,
 )
+from adslot.ledger.wire import encode_verdicts
 
 TIME_COLUMNS = tuple(EVENT_COLUMNS.values())
 STATE_COLUMNS = ("id", "expires_at", *TIME_COLUMNS, "account_id", "claims", "settle_reason")
@@ -70,6 +77,29 @@ class LedgerStore(Protocol):
         ...
 
     async def apply(self, operations: Sequence[Operation]) -> list[Verdict]: ...
+
+
+class DatabaseLedgerStore(LedgerStore, Protocol):
+    """A store on the database itself, as the writer process runs it: it also keeps each frame's answer."""
+
+    async def apply(self, operations: Sequence[Operation], receipts: Sequence[Receipt] = ()) -> list[Verdict]:
+        """With `receipts`, also store each frame's answer in the same transaction; AlreadyAnswered (and
+        nothing written) when one of them was stored before."""
+        ...
+
+    async def answer(self, client: bytes, seq: int) -> bytes | None:
+        """The answer stored for frame `seq` of worker `client`, or None if no batch carrying it committed."""
+        ...
+
+
+def answer_rows(
+    receipts: Sequence[Receipt], verdicts: Sequence[Verdict]
+) -> list[tuple[bytes, int, int, int, bytes]]:
+    """(client, slot, seq, at, answer) of each receipt: the frame its worker would have received."""
+    return [
+        (r.client, r.seq % ANSWER_SLOTS, r.seq, r.at, encode_verdicts(verdicts[r.start : r.stop]))
+        for r in receipts
+    ]
 
 
 def current_of(row: Sequence[object]) -> Current:
@@ -125,6 +155,14 @@ DUE_WHERE = "settled_at IS NULL AND expires_at < {before} ORDER BY expires_at LI
 PRUNE_WHERE = "closes_at < {before} AND reserved = 0 ORDER BY closes_at LIMIT {limit}"
 """Closed counters past their retention that hold nothing, oldest first: a range of the closes_at index. A
 counter still holding a reservation is kept until the sweep settles the ad request that holds it."""
+ANSWER_COLUMNS = "client, slot, seq, at, answer"
+SAVE_ANSWER_SET = (
+    "ON CONFLICT (client, slot) DO UPDATE SET seq = excluded.seq, at = excluded.at, answer = excluded.answer "
+    "WHERE ledger_answers.seq < excluded.seq"
+)
+"""Writes nothing for a frame already answered (a resend of a committed one): the store checks the count."""
+ANSWER = "SELECT seq, answer FROM ledger_answers WHERE client = {client} AND slot = {slot}"
+PRUNE_ANSWERS = "DELETE FROM ledger_answers WHERE at < {before}"
 STATS_UPSERT_SET = (
     "requests = request_stats.requests + excluded.requests, fills = request_stats.fills + excluded.fills"
 )
@@ -189,6 +227,12 @@ class Batch:
         if not self.settles:
             return None
         return min(s.now - s.retention for s in self.settles), max(s.limit for s in self.settles)
+
+    def answers_before(self) -> int | None:
+        """Drop answers sent before this, or None without a Settle (step 6)."""
+        if not self.settles:
+            return None
+        return min(s.now for s in self.settles) - ANSWER_RETENTION_SECONDS
 
     # -- step 2 ------------------------------------------------------------------------------------------
 

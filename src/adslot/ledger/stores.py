@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from adslot.ledger.postgres_store import PostgresLedgerStore
 from adslot.ledger.sqlite_store import SqliteLedgerStore
-from adslot.ledger.store import LedgerStore
+from adslot.ledger.store import DatabaseLedgerStore
 from adslot.storage.database import asyncpg_dsn, is_sqlite, sqlite_path
 
 
-def store_for(database_url: str, schema: str | None, *, writes: bool = True) -> LedgerStore:
+def store_for(database_url: str, schema: str | None, *, writes: bool = True) -> DatabaseLedgerStore:
     """`writes=False`: the store only reads (SQLite then opens no write connection; a PostgreSQL pool
     serves both)."""
     if is_sqlite(database_url):

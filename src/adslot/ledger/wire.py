@@ -1,7 +1,8 @@
 """How a batch of operations and its verdicts cross the pipe to the writer process: one msgpack frame each.
 
 Fires are most of the traffic, so they travel as bare tuples (16-byte id, event, layer, time); the rarer
-operations travel as tagged msgspec-encoded dataclasses. Verdicts travel as tuples. Frames are
+operations travel as tagged msgspec-encoded dataclasses. A batch frame starts with its Stamp (which worker
+sent it, its number, when, and whether it is a resend). Verdicts travel as tuples. Frames are
 length-prefixed: a 4-byte big-endian size, then the payload.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import struct
 from collections.abc import Sequence
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import msgspec
 
@@ -42,6 +43,34 @@ MAX_FRAME = 256 * 1024 * 1024
 
 class WireError(RuntimeError):
     """The writer process answered with an error, or the stream between the two broke."""
+
+
+class Stamp(NamedTuple):
+    """Frame `seq` of worker `client` (16 random bytes per worker process), sent at `at` (epoch seconds);
+    `resent`: sent again after the writer that had it went away, so it may be committed already."""
+
+    client: bytes
+    seq: int
+    at: int
+    resent: bool
+
+
+STAMP = struct.Struct(">16sQq?")
+
+
+def encode_batch(stamp: Stamp, operations: Sequence[Operation]) -> bytes:
+    return STAMP.pack(*stamp) + encode_operations(operations)
+
+
+def decode_batch(frame: bytes) -> tuple[Stamp, list[Operation]]:
+    if len(frame) < STAMP.size:
+        raise WireError(f"a batch frame of {len(frame)} bytes has no stamp")
+    return Stamp._make(STAMP.unpack_from(frame)), decode_operations(frame[STAMP.size :])
+
+
+def resent(frame: bytes) -> bytes:
+    """The same batch frame, marked as a resend."""
+    return frame[: STAMP.size - 1] + b"\x01" + frame[STAMP.size :]
 
 
 def encode_operations(operations: Sequence[Operation]) -> bytes:

@@ -39,13 +39,14 @@ try:
 except ImportError:  # pragma: no cover - uvloop is not built for Windows
     uvloop = None  # type: ignore[assignment]
 
-from adslot.ledger.records import Operation, Verdict
+from adslot.ledger.records import AlreadyAnswered, Operation, Receipt, Verdict
 from adslot.ledger.sqlite_store import SqliteLedgerStore
-from adslot.ledger.store import LedgerStore
+from adslot.ledger.store import DatabaseLedgerStore
 from adslot.ledger.stores import store_for
 from adslot.ledger.wire import (
+    Stamp,
     WireError,
-    decode_operations,
+    decode_batch,
     encode_error,
     encode_verdicts,
     framed,
@@ -104,6 +105,10 @@ def _failure(exc: Exception) -> bytes:
     return encode_error(f"{type(exc).__name__}: {exc}", unavailable=unavailable(exc))
 
 
+def receipt(stamp: Stamp, start: int, stop: int) -> Receipt:
+    return Receipt(stamp.client, stamp.seq, stamp.at, start, stop)
+
+
 POSTGRES_LANES = 4
 """Batches a writer applies at once on PostgreSQL, each in its own transaction on its own connection.
 
@@ -112,7 +117,7 @@ A PostgreSQL batch spends most of its time waiting for round trips and the commi
 order, keep concurrent transactions correct, as they do for several adslot nodes on one database."""
 
 
-def lanes_for(store: LedgerStore) -> int:
+def lanes_for(store: DatabaseLedgerStore) -> int:
     """SQLite takes one writer at a time; PostgreSQL takes concurrent transactions."""
     return 1 if isinstance(store, SqliteLedgerStore) else POSTGRES_LANES
 
@@ -121,7 +126,7 @@ class Applier:
     """Queues every client's batch frames in arrival order and writes what has gathered as one batch,
     in as many concurrent lanes as the store takes; answers leave in the order the batches were taken."""
 
-    def __init__(self, store: LedgerStore, database: bytes) -> None:
+    def __init__(self, store: DatabaseLedgerStore, database: bytes) -> None:
         self._store = store
         self._database = database
         self._loop = asyncio.get_running_loop()
@@ -237,48 +242,74 @@ class Applier:
             done.set_result(None)
 
     async def _replies(self, frames: list[tuple[Client, bytes]]) -> list[tuple[Client, bytes]]:
-        """Each frame's answer: its verdicts once the batch is committed, or the error that failed it."""
+        """Each frame's answer: its verdicts once the batch is committed, the answer stored for a resent
+        frame that was committed before, or the error that failed it."""
         replies: list[tuple[Client, bytes]] = []
-        batches: list[tuple[Client, list[Operation]]] = []
+        batches: list[tuple[Client, Stamp, list[Operation]]] = []
         for client, frame in frames:
             try:
-                batches.append((client, decode_operations(frame)))
+                stamp, ops = decode_batch(frame)
+                stored = await self._stored(stamp) if stamp.resent else None
             except Exception as exc:  # a frame this writer cannot read fails alone
                 log.exception("unreadable ledger batch")
                 replies.append((client, _failure(exc)))
+                continue
+            if stored is not None:
+                replies.append((client, stored))
+            else:
+                batches.append((client, stamp, ops))
+        if not batches:
+            return replies
+        receipts: list[Receipt] = []
+        start = 0
+        for _, stamp, ops in batches:
+            receipts.append(receipt(stamp, start, start + len(ops)))
+            start += len(ops)
         try:
-            verdicts = await self._apply([op for _, ops in batches for op in ops])
+            verdicts = await self._apply([op for _, _, ops in batches for op in ops], receipts)
         except Exception as exc:
             if len(batches) == 1:
                 # The worker's group committer retries the batch op by op.
-                log.exception("ledger batch failed")
-                replies.append((batches[0][0], _failure(exc)))
+                client, stamp, _ = batches[0]
+                replies.append((client, await self._failed(stamp, exc)))
             else:
-                for client, ops in batches:
-                    replies.append((client, await self._alone(ops)))
+                for client, stamp, ops in batches:
+                    replies.append((client, await self._alone(stamp, ops)))
         else:
-            start = 0
-            for client, ops in batches:
-                replies.append((client, encode_verdicts(verdicts[start : start + len(ops)])))
-                start += len(ops)
+            for (client, _, _), (_, _, _, start, stop) in zip(batches, receipts, strict=True):
+                replies.append((client, encode_verdicts(verdicts[start:stop])))
         return replies
 
-    async def _alone(self, ops: list[Operation]) -> bytes:
+    async def _alone(self, stamp: Stamp, ops: list[Operation]) -> bytes:
         try:
-            return encode_verdicts(await self._apply(ops))
+            return encode_verdicts(await self._apply(ops, [receipt(stamp, 0, len(ops))]))
         except Exception as exc:
-            log.exception("ledger batch failed")
-            return _failure(exc)
+            return await self._failed(stamp, exc)
 
-    async def _apply(self, operations: Sequence[Operation]) -> list[Verdict]:
+    async def _failed(self, stamp: Stamp, exc: Exception) -> bytes:
+        """A resent frame that another writer committed meanwhile gets that commit's answer."""
+        if isinstance(exc, AlreadyAnswered):
+            stored = await self._stored(stamp)
+            if stored is not None:
+                return stored
+        log.error("ledger batch failed", exc_info=exc)
+        return _failure(exc)
+
+    async def _apply(self, operations: Sequence[Operation], receipts: Sequence[Receipt]) -> list[Verdict]:
         store = self._store
         # Nothing else runs in this process: SQLite's batch needs no hop to its writer thread.
         if isinstance(store, SqliteLedgerStore):
-            return store.apply_blocking(operations)
-        return await store.apply(operations)
+            return store.apply_blocking(operations, receipts)
+        return await store.apply(operations, receipts)
+
+    async def _stored(self, stamp: Stamp) -> bytes | None:
+        store = self._store
+        if isinstance(store, SqliteLedgerStore):
+            return store.answer_blocking(stamp.client, stamp.seq)
+        return await store.answer(stamp.client, stamp.seq)
 
 
-async def _opened(database: bytes) -> LedgerStore:
+async def _opened(database: bytes) -> DatabaseLedgerStore:
     store = store_for(*decode_database(database))
     await store.start()
     gc.freeze()  # the process's long-lived start-up objects: full collections need not walk them again
@@ -293,16 +324,33 @@ def answer_until_closed(stream: BinaryIO, sock: socket.socket, store: SqliteLedg
     per batch (its Python overhead was ~1/5 of this process's CPU per pixel, sampled)."""
     try:
         while (frame := read_frame_from(stream)) is not None:
-            try:
-                reply = encode_verdicts(store.apply_blocking(decode_operations(frame)))
-            except Exception as exc:  # the worker's group committer retries the batch op by op
-                log.exception("ledger batch failed")
-                reply = _failure(exc)
-            sock.sendall(framed(reply))
+            sock.sendall(framed(_reply_blocking(store, frame)))
     except (WireError, ConnectionError) as exc:
         # The worker died mid-frame or before its answer: its batch in flight fails there (never a false
         # success), and its next batch starts a new writer.
         log.warning("the worker's end of the ledger stream broke (%s); this writer stops", exc)
+
+
+def _reply_blocking(store: SqliteLedgerStore, frame: bytes) -> bytes:
+    """Applier._replies for one frame, on SQLite, without an event loop."""
+    try:
+        stamp, ops = decode_batch(frame)
+    except Exception as exc:
+        log.exception("unreadable ledger batch")
+        return _failure(exc)
+    try:
+        if stamp.resent and (stored := store.answer_blocking(stamp.client, stamp.seq)) is not None:
+            return stored
+        return encode_verdicts(store.apply_blocking(ops, [receipt(stamp, 0, len(ops))]))
+    except AlreadyAnswered as exc:  # its first writer, not quite gone, committed it meanwhile
+        stored = store.answer_blocking(stamp.client, stamp.seq)
+        if stored is not None:
+            return stored
+        log.error("ledger batch failed", exc_info=exc)
+        return _failure(exc)
+    except Exception as exc:  # the worker's group committer retries the batch op by op
+        log.exception("ledger batch failed")
+        return _failure(exc)
 
 
 async def serve(sock: socket.socket) -> None:

@@ -21,6 +21,12 @@ class LedgerUnavailable(RuntimeError):
     stored."""
 
 
+class OutcomeUnknown(LedgerUnavailable):
+    """A batch reached a writer that went away before answering, and no writer could be asked since whether
+    it was committed. Answered 503 and never retried by the server itself: only the player's retry (a
+    pixel counts once; an ad request asked again is a new one) is safe without knowing."""
+
+
 _SQLITE = frozenset(
     {"SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY"}
 )

@@ -214,3 +214,18 @@ request_stats = sa.Table(
     sa.Column("requests", sa.BigInteger, nullable=False, server_default="0"),
     sa.Column("fills", sa.BigInteger, nullable=False, server_default="0"),
 )
+
+# The answer each worker's latest batch frames got, stored in the same transaction as the batch: a frame
+# resent after its writer process died (committed or not, the worker cannot tell) is answered from here
+# instead of being applied twice. One row per worker process and slot (its frame's sequence number modulo
+# ANSWER_SLOTS), overwritten in place, so the table holds a few rows per worker started, not one per batch;
+# the expiry sweep drops the rows of workers long gone.
+ledger_answers = sa.Table(
+    "ledger_answers",
+    metadata,
+    sa.Column("client", sa.LargeBinary(16), primary_key=True),  # random per worker process
+    sa.Column("slot", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("seq", sa.BigInteger, nullable=False),
+    sa.Column("at", sa.BigInteger, nullable=False),  # when the worker sent the frame (epoch seconds)
+    sa.Column("answer", sa.LargeBinary, nullable=False),  # the verdicts frame, as the worker receives it
+)
