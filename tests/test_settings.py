@@ -349,8 +349,12 @@ def test_an_unknown_ledger_writer_is_refused_with_the_choices() -> None:
         load_settings({"ADSLOT_LEDGER_WRITER": "fork"})
 
 
-def test_two_write_batches_may_be_in_flight_by_default_and_at_least_one() -> None:
+def test_two_write_batches_may_be_in_flight_by_default_at_least_one_and_at_most_32() -> None:
     assert load_settings({}).batches_in_flight == 2
     assert load_settings({"ADSLOT_BATCHES_IN_FLIGHT": "1"}).batches_in_flight == 1
     with pytest.raises(SettingsError, match="ADSLOT_BATCHES_IN_FLIGHT must be >= 1"):
         load_settings({"ADSLOT_BATCHES_IN_FLIGHT": "0"})
+    assert load_settings({"ADSLOT_BATCHES_IN_FLIGHT": "32"}).batches_in_flight == 32
+    # Each frame in flight keeps its answer in one of ANSWER_SLOTS rows until it is answered.
+    with pytest.raises(SettingsError, match="ADSLOT_BATCHES_IN_FLIGHT must be <= 32"):
+        load_settings({"ADSLOT_BATCHES_IN_FLIGHT": "33"})

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from adslot.ledger.claims import HOUR
-from adslot.ledger.records import COUNTER_RETENTION_SECONDS
+from adslot.ledger.records import COUNTER_RETENTION_SECONDS, MAX_BATCHES_IN_FLIGHT
 
 ENVIRONMENTS = ("production", "sandbox")
 
@@ -19,7 +19,7 @@ class SettingsError(ValueError):
     """A configuration value that cannot be used; raised at start-up, never on a request."""
 
 
-def _int(env: dict[str, str], name: str, default: int, minimum: int = 0) -> int:
+def _int(env: dict[str, str], name: str, default: int, minimum: int = 0, maximum: int | None = None) -> int:
     raw = env.get(name)
     if raw is None or raw == "":
         return default
@@ -29,6 +29,8 @@ def _int(env: dict[str, str], name: str, default: int, minimum: int = 0) -> int:
         raise SettingsError(f"{name} must be an integer, got {raw!r}") from exc
     if value < minimum:
         raise SettingsError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise SettingsError(f"{name} must be <= {maximum}, got {value}")
     return value
 
 
@@ -173,7 +175,9 @@ def load_settings(
         catalog_poll_seconds=_int(env, "ADSLOT_CATALOG_POLL_MS", _ms(DEFAULTS.catalog_poll_seconds), 50)
         / 1000,
         batch_max=_int(env, "ADSLOT_BATCH_MAX", DEFAULTS.batch_max, 1),
-        batches_in_flight=_int(env, "ADSLOT_BATCHES_IN_FLIGHT", DEFAULTS.batches_in_flight, 1),
+        batches_in_flight=_int(
+            env, "ADSLOT_BATCHES_IN_FLIGHT", DEFAULTS.batches_in_flight, 1, MAX_BATCHES_IN_FLIGHT
+        ),
         ledger_writer=_choice(env, "ADSLOT_LEDGER_WRITER", ("process", "thread")),
         ledger_socket_dir=Path(socket_dir) if (socket_dir := env.get("ADSLOT_LEDGER_SOCKET_DIR")) else None,
         ad_system_name=env.get("ADSLOT_AD_SYSTEM_NAME") or DEFAULTS.ad_system_name,

@@ -16,13 +16,14 @@ import pytest
 from adslot.environment import prepare_database
 from adslot.ledger.records import Fire, Issue, NoFill, Operation, Receipt, Verdict
 from adslot.ledger.sqlite_store import SqliteLedgerStore
-from adslot.ledger.store import LedgerStore
+from adslot.ledger.store import DatabaseLedgerStore
 from adslot.ledger.stores import store_for
 from adslot.ledger.wire import (
     Stamp,
     WireError,
     decode_verdicts,
     encode_batch,
+    encode_verdicts,
     framed,
     read_frame,
     read_frame_from,
@@ -76,13 +77,14 @@ class _SlowFirstStore:
         self.finished: list[str] = []
         self.slow = asyncio.Event()
 
-    async def apply(self, operations: Sequence[Operation], receipts: Sequence[Receipt] = ()) -> list[Verdict]:
+    async def apply_frames(self, operations: Sequence[Operation], receipts: Sequence[Receipt]) -> list[bytes]:
         name = ",".join(op.event for op in operations if isinstance(op, Fire))
         self.started.append(name)
         if not self.finished and len(self.started) == 1:
             await self.slow.wait()  # held until the next batch has started beside it
         self.finished.append(name)
-        return [Verdict("counted", 1) for _ in operations]
+        verdicts = [Verdict("counted", 1) for _ in operations]
+        return [encode_verdicts(verdicts[r.start : r.stop]) for r in receipts]
 
 
 async def _client(applier: Applier) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -111,7 +113,7 @@ def _fires(*events: str) -> bytes:
 def test_postgres_batches_run_in_concurrent_lanes_yet_each_client_gets_its_answers_in_order() -> None:
     async def scenario() -> None:
         store = _SlowFirstStore()
-        applier = Applier(cast(LedgerStore, store), b"db")
+        applier = Applier(cast(DatabaseLedgerStore, store), b"db")
         running = asyncio.get_running_loop().create_task(applier.run())
         reader, writer = await _client(applier)
         write_frame(writer, _fires("start"))
@@ -134,7 +136,7 @@ def test_postgres_batches_run_in_concurrent_lanes_yet_each_client_gets_its_answe
 def test_a_sqlite_writer_applies_one_batch_at_a_time(tmp_path: Path) -> None:
     store = SqliteLedgerStore(tmp_path / "ledger.db")
     assert lanes_for(store) == 1
-    assert lanes_for(cast(LedgerStore, _SlowFirstStore())) == POSTGRES_LANES > 1
+    assert lanes_for(cast(DatabaseLedgerStore, _SlowFirstStore())) == POSTGRES_LANES > 1
 
 
 def answers_of_the_sqlite_writer(tmp_path: Path, sent: bytes) -> list[bytes]:

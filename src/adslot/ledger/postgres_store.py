@@ -184,11 +184,12 @@ async def _apply(conn: asyncpg.Connection, batch: Batch, memory: Remembered) -> 
 
 async def _save_answers(
     conn: asyncpg.Connection, receipts: Sequence[Receipt], verdicts: list[Verdict]
-) -> None:
+) -> list[bytes]:
     """Step 6, last in the transaction; a frame answered before writes nothing, and fails the batch."""
     rows = answer_rows(receipts, verdicts)
     if len(await conn.fetch(SAVE_ANSWERS, *_columns(rows, 5))) != len(rows):
         raise AlreadyAnswered("a resent ledger frame was committed before")
+    return [row[-1] for row in rows]
 
 
 class _Connection(asyncpg.Connection):  # type: ignore[misc]
@@ -242,13 +243,20 @@ class PostgresLedgerStore:
         row = await self._pool.fetchrow(READ_ANSWER, client, seq % ANSWER_SLOTS)
         return bytes(row[1]) if row is not None and row[0] == seq else None
 
-    async def apply(self, operations: Sequence[Operation], receipts: Sequence[Receipt] = ()) -> list[Verdict]:
+    async def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
+        return (await self._write(operations, ()))[0]
+
+    async def apply_frames(self, operations: Sequence[Operation], receipts: Sequence[Receipt]) -> list[bytes]:
+        return (await self._write(operations, receipts))[1]
+
+    async def _write(
+        self, operations: Sequence[Operation], receipts: Sequence[Receipt]
+    ) -> tuple[list[Verdict], list[bytes]]:
         assert self._pool is not None, "store not started"
         batch = Batch.of(operations)
         async with self._pool.acquire() as conn, conn.transaction():
             offered = await _apply(conn, batch, self._fires)
             verdicts = batch.verdicts()
-            if receipts:
-                await _save_answers(conn, receipts, verdicts)
+            answers = await _save_answers(conn, receipts, verdicts) if receipts else []
         self._fires.stored(offered)
-        return verdicts
+        return verdicts, answers

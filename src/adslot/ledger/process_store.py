@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from adslot.ledger.records import ANSWER_SLOTS, AdRequest, Operation, Verdict
+from adslot.ledger.records import MAX_BATCHES_IN_FLIGHT, AdRequest, Operation, Verdict
 from adslot.ledger.store import LedgerStore
 from adslot.ledger.wire import (
     Stamp,
@@ -270,9 +270,9 @@ class ProcessLedgerStore:
         if not self.connected():
             await self._reconnect()
         assert self._writer is not None
-        if len(self._waiting) >= ANSWER_SLOTS - 1:
-            # Its slot in ledger_answers would still hold an unanswered frame's answer.
-            raise RuntimeError(f"more than {ANSWER_SLOTS - 2} ledger batches in flight")
+        if len(self._waiting) >= MAX_BATCHES_IN_FLIGHT:
+            # Past ANSWER_SLOTS, a frame's slot in ledger_answers could still hold an unanswered one's answer.
+            raise RuntimeError(f"more than {MAX_BATCHES_IN_FLIGHT} ledger batches in flight")
         self._seq += 1
         frame = encode_batch(Stamp(self._client, self._seq, int(time.time()), False), operations)
         waiter: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()

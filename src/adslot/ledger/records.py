@@ -172,6 +172,8 @@ ANSWER_SLOTS = 64
 """Rows each worker process keeps in ledger_answers: a frame is stored in slot seq % ANSWER_SLOTS. A worker
 has only its batches in flight unanswered at once (2 by default, at most ANSWER_SLOTS - 1), numbered in a row,
 so a slot is overwritten only after the frame before it in that slot was answered."""
+MAX_BATCHES_IN_FLIGHT = ANSWER_SLOTS // 2
+"""The most batches a worker may have in flight (ADSLOT_BATCHES_IN_FLIGHT), well inside ANSWER_SLOTS."""
 ANSWER_RETENTION_SECONDS = 24 * 3600
 """How long the expiry sweep keeps an answer: far longer than a worker takes to resend its frames."""
 

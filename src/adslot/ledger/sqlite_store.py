@@ -221,11 +221,14 @@ def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> list[F
     return offered
 
 
-def _save_answers(conn: sqlite3.Connection, receipts: Sequence[Receipt], verdicts: Sequence[Verdict]) -> None:
+def _save_answers(
+    conn: sqlite3.Connection, receipts: Sequence[Receipt], verdicts: Sequence[Verdict]
+) -> list[bytes]:
     """Step 6, last in the transaction; a frame answered before writes nothing, and fails the batch."""
     rows = answer_rows(receipts, verdicts)
     if conn.executemany(SAVE_ANSWER, rows).rowcount != len(rows):
         raise AlreadyAnswered("a resent ledger frame was committed before")
+    return [row[-1] for row in rows]
 
 
 class WriteTurn:
@@ -308,9 +311,14 @@ class SqliteLedgerStore:
                 found[ident] = _row_to_record(ident, row)
         return [found.get(ident) for ident in ids]
 
-    async def apply(self, operations: Sequence[Operation], receipts: Sequence[Receipt] = ()) -> list[Verdict]:
+    async def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
         return await asyncio.get_running_loop().run_in_executor(
-            self._executor, self.apply_blocking, operations, receipts
+            self._executor, self.apply_blocking, operations
+        )
+
+    async def apply_frames(self, operations: Sequence[Operation], receipts: Sequence[Receipt]) -> list[bytes]:
+        return await asyncio.get_running_loop().run_in_executor(
+            self._executor, self.apply_frames_blocking, operations, receipts
         )
 
     async def answer(self, client: bytes, seq: int) -> bytes | None:
@@ -325,11 +333,20 @@ class SqliteLedgerStore:
         row = conn.execute(READ_ANSWER, (client, seq % ANSWER_SLOTS)).fetchone()
         return bytes(row[1]) if row is not None and row[0] == seq else None
 
-    def apply_blocking(
-        self, operations: Sequence[Operation], receipts: Sequence[Receipt] = ()
-    ) -> list[Verdict]:
+    def apply_blocking(self, operations: Sequence[Operation]) -> list[Verdict]:
         """apply() without the thread hop, for a caller with nothing else to do meanwhile (the writer
         process); only while no apply() runs, since both use the one write connection."""
+        return self._write(operations, ())[0]
+
+    def apply_frames_blocking(
+        self, operations: Sequence[Operation], receipts: Sequence[Receipt]
+    ) -> list[bytes]:
+        """apply_frames() without the thread hop, as apply_blocking()."""
+        return self._write(operations, receipts)[1]
+
+    def _write(
+        self, operations: Sequence[Operation], receipts: Sequence[Receipt]
+    ) -> tuple[list[Verdict], list[bytes]]:
         conn, turn = self._writer, self._turn
         if not self._writes:
             raise RuntimeError("this ledger store only reads: its writer process writes")
@@ -342,8 +359,7 @@ class SqliteLedgerStore:
                 memory.check(conn.execute(DATA_VERSION).fetchone()[0])
                 offered = _apply(conn, batch, memory)
                 verdicts = batch.verdicts()
-                if receipts:
-                    _save_answers(conn, receipts, verdicts)
+                answers = _save_answers(conn, receipts, verdicts) if receipts else []
                 conn.execute("COMMIT")
             except BaseException:
                 memory.forget()
@@ -355,4 +371,4 @@ class SqliteLedgerStore:
             offered,
             [(record.id, issued(record, claims)) for record, claims in batch.admitted],
         )
-        return verdicts
+        return verdicts, answers

@@ -82,9 +82,9 @@ class LedgerStore(Protocol):
 class DatabaseLedgerStore(LedgerStore, Protocol):
     """A store on the database itself, as the writer process runs it: it also keeps each frame's answer."""
 
-    async def apply(self, operations: Sequence[Operation], receipts: Sequence[Receipt] = ()) -> list[Verdict]:
-        """With `receipts`, also store each frame's answer in the same transaction; AlreadyAnswered (and
-        nothing written) when one of them was stored before."""
+    async def apply_frames(self, operations: Sequence[Operation], receipts: Sequence[Receipt]) -> list[bytes]:
+        """apply(), which also stores each receipt's answer frame in the same transaction and returns them;
+        AlreadyAnswered (and nothing written) when one of them was stored before."""
         ...
 
     async def answer(self, client: bytes, seq: int) -> bytes | None:

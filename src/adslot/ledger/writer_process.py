@@ -39,7 +39,7 @@ try:
 except ImportError:  # pragma: no cover - uvloop is not built for Windows
     uvloop = None  # type: ignore[assignment]
 
-from adslot.ledger.records import AlreadyAnswered, Operation, Receipt, Verdict
+from adslot.ledger.records import AlreadyAnswered, Operation, Receipt
 from adslot.ledger.sqlite_store import SqliteLedgerStore
 from adslot.ledger.store import DatabaseLedgerStore
 from adslot.ledger.stores import store_for
@@ -48,7 +48,6 @@ from adslot.ledger.wire import (
     WireError,
     decode_batch,
     encode_error,
-    encode_verdicts,
     framed,
     read_frame,
     read_frame_from,
@@ -266,7 +265,7 @@ class Applier:
             receipts.append(receipt(stamp, start, start + len(ops)))
             start += len(ops)
         try:
-            verdicts = await self._apply([op for _, _, ops in batches for op in ops], receipts)
+            answers = await self._apply([op for _, _, ops in batches for op in ops], receipts)
         except Exception as exc:
             if len(batches) == 1:
                 # The worker's group committer retries the batch op by op.
@@ -276,13 +275,13 @@ class Applier:
                 for client, stamp, ops in batches:
                     replies.append((client, await self._alone(stamp, ops)))
         else:
-            for (client, _, _), (_, _, _, start, stop) in zip(batches, receipts, strict=True):
-                replies.append((client, encode_verdicts(verdicts[start:stop])))
+            replies.extend((client, answer) for (client, _, _), answer in zip(batches, answers, strict=True))
         return replies
 
     async def _alone(self, stamp: Stamp, ops: list[Operation]) -> bytes:
         try:
-            return encode_verdicts(await self._apply(ops, [receipt(stamp, 0, len(ops))]))
+            (answer,) = await self._apply(ops, [receipt(stamp, 0, len(ops))])
+            return answer
         except Exception as exc:
             return await self._failed(stamp, exc)
 
@@ -295,12 +294,13 @@ class Applier:
         log.error("ledger batch failed", exc_info=exc)
         return _failure(exc)
 
-    async def _apply(self, operations: Sequence[Operation], receipts: Sequence[Receipt]) -> list[Verdict]:
+    async def _apply(self, operations: Sequence[Operation], receipts: Sequence[Receipt]) -> list[bytes]:
+        """Each receipt's answer frame, once committed."""
         store = self._store
         # Nothing else runs in this process: SQLite's batch needs no hop to its writer thread.
         if isinstance(store, SqliteLedgerStore):
-            return store.apply_blocking(operations, receipts)
-        return await store.apply(operations, receipts)
+            return store.apply_frames_blocking(operations, receipts)
+        return await store.apply_frames(operations, receipts)
 
     async def _stored(self, stamp: Stamp) -> bytes | None:
         store = self._store
@@ -341,7 +341,8 @@ def _reply_blocking(store: SqliteLedgerStore, frame: bytes) -> bytes:
     try:
         if stamp.resent and (stored := store.answer_blocking(stamp.client, stamp.seq)) is not None:
             return stored
-        return encode_verdicts(store.apply_blocking(ops, [receipt(stamp, 0, len(ops))]))
+        (answer,) = store.apply_frames_blocking(ops, [receipt(stamp, 0, len(ops))])
+        return answer
     except AlreadyAnswered as exc:  # its first writer, not quite gone, committed it meanwhile
         stored = store.answer_blocking(stamp.client, stamp.seq)
         if stored is not None:
