@@ -178,6 +178,8 @@ class ProcessLedgerStore:
         async with self._lock:  # one new writer process, however many batches find the old one gone
             if self.connected():
                 return
+            if self._closed:  # a recovery that waited for close() to finish starts nothing
+                raise LedgerUnavailable("the ledger store is closed")
             await self._drop()
             if self._waiting:
                 self._lost += 1
