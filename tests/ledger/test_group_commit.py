@@ -207,6 +207,23 @@ def test_two_failing_operations_in_one_batch_each_fail_alone() -> None:
     assert [str(r) for r in results] == ["done-0", "cannot write [1]", "done-2", "done-3", "cannot write [4]"]
 
 
+def test_a_failed_batch_is_logged_once_and_its_failing_operation_is_left_to_its_submitter_to_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """During an outage every request would otherwise log its traceback twice: here and with its answer."""
+
+    async def scenario() -> None:
+        committer = await started(Apply(fail_on=frozenset({1})))
+        await asyncio.gather(*(committer.submit(i) for i in range(3)), return_exceptions=True)
+        await committer.close()
+
+    with caplog.at_level("DEBUG", logger="adslot.ledger.group_commit"):
+        run(scenario)
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", "a ledger batch of 3 failed (ValueError: cannot write [1]); writing it op by op")
+    ]
+
+
 def test_a_failing_lone_operation_raises_the_apply_error_to_its_submitter() -> None:
     async def scenario() -> None:
         apply = Apply(fail_on=frozenset({1}))

@@ -89,7 +89,6 @@ class GroupCommitter(Generic[Op, Result]):
             results = await self._apply([op for op, _ in batch])
         except OutcomeUnknown as exc:
             # Perhaps committed: applying its operations again could count them twice.
-            log.error("ledger batch of %d operations failed: %s", len(batch), exc)
             for _, future in batch:
                 if not future.done():
                     future.set_exception(exc)
@@ -97,10 +96,16 @@ class GroupCommitter(Generic[Op, Result]):
         except Exception as exc:
             if len(batch) > 1:
                 # One bad operation must not fail its neighbours: write them one by one.
+                log.warning(
+                    "a ledger batch of %d failed (%s: %s); writing it op by op",
+                    len(batch),
+                    type(exc).__name__,
+                    exc,
+                )
                 for item in batch:
                     await self._write([item])
                 return
-            log.exception("ledger write failed")
+            # Not logged here: whoever awaits it logs it with its answer (failure_reply, the sweeper), once.
             _, future = batch[0]
             if not future.done():
                 future.set_exception(exc)
