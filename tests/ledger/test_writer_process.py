@@ -6,6 +6,7 @@ import asyncio
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -199,11 +200,17 @@ class RawWriter:
         ours.sendall(framed(encode_database(db.env.database_url, db.env.database_schema)))
         assert read_frame_from(self.stream) == READY
 
-    def ask(self, frame: bytes) -> bytes:
+    def send(self, frame: bytes) -> None:
         self.sock.sendall(framed(frame))
+
+    def receive(self) -> bytes:
         answer = read_frame_from(self.stream)
         assert answer is not None
         return answer
+
+    def ask(self, frame: bytes) -> bytes:
+        self.send(frame)
+        return self.receive()
 
     def kill(self) -> None:
         self.process.kill()
@@ -242,4 +249,31 @@ def test_a_resent_frame_is_answered_as_first_committed_by_a_new_writer_and_never
 
     row = db.rows()[issued.id]
     assert (row["impression_at"], row["start_at"], row["duplicate_count"]) == (PLAY + 1, PLAY + 2, 0)
+    assert sorted(db.stats().values()) == [(1, 0), (1, 1)], "the issue and the no-fill counted once each"
+
+
+def test_a_resent_frame_racing_its_first_copy_gets_the_answer_of_the_one_that_committed_and_counts_once(
+    db: LedgerDatabase,
+) -> None:
+    """The writer that had the frame is not gone yet (the worker's connection to it broke): it commits the
+    frame while a new writer, asked with the resent copy, has found no answer yet and applies it too. The
+    second commit fails on what the first wrote (the ad request's primary key), and answers with the first's
+    answer instead of an error."""
+    issued = record()
+    frame = batch([Issue(issued), NoFill("lobby", "s2", PLAY)], seq=1)
+    first, second = RawWriter(db), RawWriter(db)
+    try:
+        with db.write_lock():
+            first.send(frame)
+            time.sleep(0.3)  # the first waits for the database
+            second.send(resent(frame))
+            time.sleep(0.5)  # the second has looked for an answer, found none, and waits too
+        first_answer, second_answer = first.receive(), second.receive()
+    finally:
+        first.kill()
+        second.kill()
+    assert [v.outcome for v in decode_verdicts(second_answer)] == ["issued", "recorded"]
+    if db.backend == "sqlite":  # the first holds SQLite's write turn, so it commits first
+        assert second_answer == first_answer
+    assert list(db.rows()) == [issued.id]
     assert sorted(db.stats().values()) == [(1, 0), (1, 1)], "the issue and the no-fill counted once each"

@@ -39,7 +39,7 @@ try:
 except ImportError:  # pragma: no cover - uvloop is not built for Windows
     uvloop = None  # type: ignore[assignment]
 
-from adslot.ledger.records import AlreadyAnswered, Operation, Receipt
+from adslot.ledger.records import Operation, Receipt
 from adslot.ledger.sqlite_store import SqliteLedgerStore
 from adslot.ledger.store import DatabaseLedgerStore
 from adslot.ledger.stores import store_for
@@ -286,8 +286,10 @@ class Applier:
             return await self._failed(stamp, exc)
 
     async def _failed(self, stamp: Stamp, exc: Exception) -> bytes:
-        """A resent frame that another writer committed meanwhile gets that commit's answer."""
-        if isinstance(exc, AlreadyAnswered):
+        """A resent frame whose first copy was committed meanwhile (its writer not quite gone, or another
+        lane of this one) failed on what that commit wrote (AlreadyAnswered, or the primary key of the ad
+        request it issues): it gets that commit's answer."""
+        if stamp.resent:
             stored = await self._stored(stamp)
             if stored is not None:
                 return stored
@@ -343,14 +345,11 @@ def _reply_blocking(store: SqliteLedgerStore, frame: bytes) -> bytes:
             return stored
         (answer,) = store.apply_frames_blocking(ops, [receipt(stamp, 0, len(ops))])
         return answer
-    except AlreadyAnswered as exc:  # its first writer, not quite gone, committed it meanwhile
-        stored = store.answer_blocking(stamp.client, stamp.seq)
-        if stored is not None:
+    except Exception as exc:
+        # As Applier._failed: a resent frame its first writer, not quite gone, committed meanwhile.
+        if stamp.resent and (stored := store.answer_blocking(stamp.client, stamp.seq)) is not None:
             return stored
-        log.error("ledger batch failed", exc_info=exc)
-        return _failure(exc)
-    except Exception as exc:  # the worker's group committer retries the batch op by op
-        log.exception("ledger batch failed")
+        log.error("ledger batch failed", exc_info=exc)  # the worker's group committer retries it op by op
         return _failure(exc)
 
 
