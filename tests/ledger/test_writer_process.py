@@ -42,6 +42,7 @@ from adslot.ledger.writer_process import (
     lanes_for,
     one_per_client,
 )
+from adslot.storage.tables import ledger_answers
 from tests.conftest import free_port, make_settings
 from tests.ledger.stores import PLAY, LedgerDatabase, record
 
@@ -277,3 +278,25 @@ def test_a_resent_frame_racing_its_first_copy_gets_the_answer_of_the_one_that_co
         assert second_answer == first_answer
     assert list(db.rows()) == [issued.id]
     assert sorted(db.stats().values()) == [(1, 0), (1, 1)], "the issue and the no-fill counted once each"
+
+
+def test_a_resent_frame_the_database_cannot_look_up_is_answered_with_the_failure_and_the_writer_serves_on(
+    db: LedgerDatabase,
+) -> None:
+    """The lookup of a resent frame's stored answer fails as its batch does (here the table is gone): the
+    worker gets an error answer (its group committer's concern), never a writer that dies on it."""
+    issued = record()
+    writer = RawWriter(db)
+    try:
+        ledger_answers.drop(db.engine)
+        try:
+            failed = writer.ask(resent(batch([Issue(issued)], seq=1)))
+        finally:
+            ledger_answers.create(db.engine)
+        with pytest.raises(WireError, match="ledger_answers"):
+            decode_verdicts(failed)
+        assert [v.outcome for v in decode_verdicts(writer.ask(batch([Issue(issued)], seq=2)))] == ["issued"]
+        assert writer.process.poll() is None
+    finally:
+        writer.kill()
+    assert list(db.rows()) == [issued.id]

@@ -248,10 +248,14 @@ class Applier:
         for client, frame in frames:
             try:
                 stamp, ops = decode_batch(frame)
-                stored = await self._stored(stamp) if stamp.resent else None
             except Exception as exc:  # a frame this writer cannot read fails alone
                 log.exception("unreadable ledger batch")
                 replies.append((client, _failure(exc)))
+                continue
+            try:
+                stored = await self._stored(stamp) if stamp.resent else None
+            except Exception as exc:
+                replies.append((client, await self._failed(stamp, exc)))
                 continue
             if stored is not None:
                 replies.append((client, stored))
@@ -290,7 +294,10 @@ class Applier:
         lane of this one) failed on what that commit wrote (AlreadyAnswered, or the primary key of the ad
         request it issues): it gets that commit's answer."""
         if stamp.resent:
-            stored = await self._stored(stamp)
+            try:
+                stored = await self._stored(stamp)
+            except Exception:
+                stored = None  # the database that failed the frame cannot be asked either: its failure stands
             if stored is not None:
                 return stored
         log.error("ledger batch failed", exc_info=exc)
@@ -347,8 +354,13 @@ def _reply_blocking(store: SqliteLedgerStore, frame: bytes) -> bytes:
         return answer
     except Exception as exc:
         # As Applier._failed: a resent frame its first writer, not quite gone, committed meanwhile.
-        if stamp.resent and (stored := store.answer_blocking(stamp.client, stamp.seq)) is not None:
-            return stored
+        if stamp.resent:
+            try:
+                stored = store.answer_blocking(stamp.client, stamp.seq)
+            except Exception:
+                stored = None  # the database that failed the frame cannot be asked either: its failure stands
+            if stored is not None:
+                return stored
         log.error("ledger batch failed", exc_info=exc)  # the worker's group committer retries it op by op
         return _failure(exc)
 
