@@ -45,6 +45,7 @@ from adslot.ledger.store import (
     STATS_UPSERT_SET,
     TIME_COLUMNS,
     Batch,
+    answer_of,
     answer_rows,
     change_values,
     current_of,
@@ -117,6 +118,7 @@ SAVE_ANSWERS = (
 """Waits on a row a concurrent transaction is writing (a dying writer's commit of the same frame), then
 writes nothing if that one committed."""
 READ_ANSWER = ANSWER.format(client="$1", slot="$2")
+PRUNE_OLD_ANSWERS = PRUNE_ANSWERS.format(before="$1")
 
 
 def _columns(rows: Sequence[Sequence[object]], width: int) -> list[list[object]]:
@@ -178,7 +180,7 @@ async def _apply(conn: asyncpg.Connection, batch: Batch, memory: Remembered) -> 
     prune = batch.prune()
     if prune is not None:
         await conn.execute(PRUNE, *prune)
-        await conn.execute(PRUNE_ANSWERS.format(before="$1"), batch.answers_before())
+        await conn.execute(PRUNE_OLD_ANSWERS, batch.answers_before())
     return offered
 
 
@@ -241,7 +243,7 @@ class PostgresLedgerStore:
     async def answer(self, client: bytes, seq: int) -> bytes | None:
         assert self._pool is not None, "store not started"
         row = await self._pool.fetchrow(READ_ANSWER, client, seq % ANSWER_SLOTS)
-        return bytes(row[1]) if row is not None and row[0] == seq else None
+        return answer_of(row, seq)
 
     async def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
         return (await self._write(operations, ()))[0]

@@ -56,6 +56,7 @@ from adslot.ledger.store import (
     TIME_COLUMNS,
     TIMES_SET,
     Batch,
+    answer_of,
     answer_rows,
     change_values,
     current_of,
@@ -108,6 +109,7 @@ STATS = (
 names, and this runs in every batch that issues."""
 SAVE_ANSWER = f"INSERT INTO ledger_answers ({ANSWER_COLUMNS}) VALUES (?, ?, ?, ?, ?) {SAVE_ANSWER_SET}"
 READ_ANSWER = ANSWER.format(client="?", slot="?")
+PRUNE_OLD_ANSWERS = PRUNE_ANSWERS.format(before="?")
 CHUNK = 500
 """Rows per IN list or multi-row VALUES: well under SQLite's bound-parameter limit."""
 CACHE_KIB = 64 * 1024
@@ -217,7 +219,7 @@ def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> list[F
     prune = batch.prune()
     if prune is not None:
         conn.execute(PRUNE, prune)
-        conn.execute(PRUNE_ANSWERS.format(before="?"), (batch.answers_before(),))
+        conn.execute(PRUNE_OLD_ANSWERS, (batch.answers_before(),))
     return offered
 
 
@@ -331,7 +333,7 @@ class SqliteLedgerStore:
         conn = self._writer
         assert conn is not None, "store not started"
         row = conn.execute(READ_ANSWER, (client, seq % ANSWER_SLOTS)).fetchone()
-        return bytes(row[1]) if row is not None and row[0] == seq else None
+        return answer_of(row, seq)
 
     def apply_blocking(self, operations: Sequence[Operation]) -> list[Verdict]:
         """apply() without the thread hop, for a caller with nothing else to do meanwhile (the writer

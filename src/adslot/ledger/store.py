@@ -26,7 +26,7 @@ import operator
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from adslot.ledger.budget import Counter, Snapshot, admit, claim_keys, deliver, release
 from adslot.ledger.claims import claims_json, parse_claims
@@ -100,6 +100,11 @@ def answer_rows(
         (r.client, r.seq % ANSWER_SLOTS, r.seq, r.at, encode_verdicts(verdicts[r.start : r.stop]))
         for r in receipts
     ]
+
+
+def answer_of(row: Sequence[Any] | None, seq: int) -> bytes | None:
+    """The answer in an ANSWER row if it is frame `seq`'s; the slot may hold an earlier frame's, or none."""
+    return bytes(row[1]) if row is not None and row[0] == seq else None
 
 
 def current_of(row: Sequence[object]) -> Current:
