@@ -79,3 +79,30 @@ def test_the_expiry_sweep_drops_answers_sent_before_their_retention(db: LedgerDa
         assert await store.answer(TWO, 3) is not None
 
     run(db, scenario)
+
+
+@pytest.mark.parametrize("kind", ["fires", "no_fills", "nothing_to_write"])
+def test_a_frame_answered_before_fails_whichever_write_carries_its_answer_and_changes_nothing(
+    db: LedgerDatabase, kind: str
+) -> None:
+    """PostgreSQL saves the answers with the batch's last write (the row UPDATE, or the stats upsert) or, with
+    neither, on their own: each way, a frame stored before must fail the batch and leave no trace."""
+    issued = record()
+    unknown = record()  # never issued: its fire is `unknown`, and the batch writes no row
+
+    async def scenario(store: DatabaseLedgerStore) -> None:
+        await store.apply([Issue(issued)])
+        ops = {
+            "fires": [Fire(issued.id, "impression", "wrapper", PLAY + 1)],
+            "no_fills": [NoFill("lobby", "s9", PLAY)],
+            "nothing_to_write": [Fire(unknown.id, "impression", "wrapper", PLAY + 1)],
+        }[kind]
+        (first,) = await store.apply_frames(ops, [Receipt(ONE, 5, PLAY, 0, 1)])
+        rows, stats = db.rows(), db.stats()
+        with pytest.raises(AlreadyAnswered):
+            await store.apply_frames(ops, [Receipt(ONE, 5, PLAY, 0, 1)])
+        assert db.rows() == rows, "the ad requests are as the first copy left them"
+        assert db.stats() == stats, "the request stats are as the first copy left them"
+        assert await store.answer(ONE, 5) == first
+
+    run(db, scenario)
