@@ -82,11 +82,11 @@ def test_the_expiry_sweep_drops_answers_sent_before_their_retention(db: LedgerDa
 
 
 @pytest.mark.parametrize("kind", ["fires", "no_fills", "nothing_to_write"])
-def test_a_frame_answered_before_fails_whichever_write_carries_its_answer_and_changes_nothing(
+def test_a_frame_answered_before_fails_whatever_the_batch_writes_and_changes_nothing(
     db: LedgerDatabase, kind: str
 ) -> None:
-    """PostgreSQL saves the answers with the batch's last write (the row UPDATE, or the stats upsert) or, with
-    neither, on their own: each way, a frame stored before must fail the batch and leave no trace."""
+    """Whatever the batch writes (ad request rows, request stats, or nothing but its answer), a frame stored
+    before must fail it and leave no trace."""
     issued = record()
     unknown = record()  # never issued: its fire is `unknown`, and the batch writes no row
 

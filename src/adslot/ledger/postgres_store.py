@@ -110,25 +110,13 @@ STATS = (
     "ON CONFLICT (venue_id, screen_id, hour) DO UPDATE SET " + STATS_UPSERT_SET
 )
 
-
-def _save_answers_from(first: int) -> str:
-    """The answers upsert, its parameters numbered from `first`."""
-    params = ", ".join(
-        f"${first + i}::{t}[]" for i, t in enumerate(("bytea", "int", "bigint", "bigint", "bytea"))
-    )
-    return (
-        f"INSERT INTO ledger_answers ({ANSWER_COLUMNS}) SELECT * FROM unnest({params}) "
-        f"{SAVE_ANSWER_SET} RETURNING seq"
-    )
-
-
-SAVE_ANSWERS = _save_answers_from(1)
+SAVE_ANSWERS = (
+    f"INSERT INTO ledger_answers ({ANSWER_COLUMNS}) "
+    "SELECT * FROM unnest($1::bytea[], $2::int[], $3::bigint[], $4::bigint[], $5::bytea[]) "
+    f"{SAVE_ANSWER_SET} RETURNING seq"
+)
 """Waits on a row a concurrent transaction is writing (a dying writer's commit of the same frame), then
 writes nothing if that one committed."""
-UPDATE_SAVING = f"WITH changed AS ({UPDATE}) " + _save_answers_from(_N + 4)
-STATS_SAVING = f"WITH counted AS ({STATS}) " + _save_answers_from(6)
-"""A batch's last write and its answers in one statement: one round trip fewer per batch (a pixel batch's
-are BEGIN, the locking read, this, COMMIT). A data-modifying WITH runs to completion even unreferenced."""
 READ_ANSWER = ANSWER.format(client="$1", slot="$2")
 PRUNE_OLD_ANSWERS = PRUNE_ANSWERS.format(before="$1")
 
@@ -160,11 +148,8 @@ async def _first_fires(conn: asyncpg.Connection, batch: Batch, keys: list[FireKe
     return {(r[0], r[1], r[2]) for r in rows}
 
 
-async def _apply(
-    conn: asyncpg.Connection, batch: Batch, memory: Remembered, receipts: Sequence[Receipt]
-) -> tuple[list[FireKey], list[Verdict], list[bytes]]:
-    """The batch plan's I/O, inside the caller's transaction: the fires it offered to pop_fires, the
-    verdicts, and the answer frames it stored for `receipts` (step 6, saved with the batch's last write).
+async def _apply(conn: asyncpg.Connection, batch: Batch, memory: Remembered) -> list[FireKey]:
+    """The batch plan's I/O, inside the caller's transaction; returns the fires it offered to pop_fires.
 
     Of what this store remembers it trusts only the fires: another node may change an ad request's state
     (so every state is read and locked), but a fire stored in pop_fires is never removed, so a fire this
@@ -180,9 +165,6 @@ async def _apply(
         await conn.execute(ADD_COUNTERS, keys, [closes_at(key) for key in keys])
         batch.load([tuple(r) for r in await conn.fetch(LOCK_COUNTERS, keys)])
     batch.admit()
-    verdicts = batch.verdicts()
-    answers = answer_rows(receipts, verdicts)
-    unsaved: list[list[object]] | None = _columns(answers, 5) if answers else None
     writes = batch.counter_writes()
     if writes:
         await conn.execute(WRITE_COUNTERS, *_columns(writes, 5))
@@ -191,32 +173,25 @@ async def _apply(
     changes = batch.row_changes()
     if changes:
         values = [change_values(c) for _, c in changes]
-        args = [*_columns(values, _N + 2), [ident for ident, _ in changes]]
-        if unsaved is None:
-            await conn.execute(UPDATE, *args)
-        else:
-            _check_saved(await conn.fetch(UPDATE_SAVING, *args, *unsaved), answers)
-            unsaved = None
+        await conn.execute(UPDATE, *_columns(values, _N + 2), [ident for ident, _ in changes])
     stats = batch.stats()
     if stats:
-        if unsaved is None:
-            await conn.execute(STATS, *_columns(stats, 5))
-        else:
-            _check_saved(await conn.fetch(STATS_SAVING, *_columns(stats, 5), *unsaved), answers)
-            unsaved = None
+        await conn.execute(STATS, *_columns(stats, 5))
     prune = batch.prune()
     if prune is not None:
         await conn.execute(PRUNE, *prune)
         await conn.execute(PRUNE_OLD_ANSWERS, batch.answers_before())
-    if unsaved is not None:
-        _check_saved(await conn.fetch(SAVE_ANSWERS, *unsaved), answers)
-    return offered, verdicts, [row[-1] for row in answers]
+    return offered
 
 
-def _check_saved(saved: Sequence[object], answers: Sequence[object]) -> None:
-    """A frame answered before writes nothing, and fails the batch (its transaction rolls back)."""
-    if len(saved) != len(answers):
+async def _save_answers(
+    conn: asyncpg.Connection, receipts: Sequence[Receipt], verdicts: list[Verdict]
+) -> list[bytes]:
+    """Step 6, last in the transaction; a frame answered before writes nothing, and fails the batch."""
+    rows = answer_rows(receipts, verdicts)
+    if len(await conn.fetch(SAVE_ANSWERS, *_columns(rows, 5))) != len(rows):
         raise AlreadyAnswered("a resent ledger frame was committed before")
+    return [row[-1] for row in rows]
 
 
 class _Connection(asyncpg.Connection):  # type: ignore[misc]
@@ -282,6 +257,8 @@ class PostgresLedgerStore:
         assert self._pool is not None, "store not started"
         batch = Batch.of(operations)
         async with self._pool.acquire() as conn, conn.transaction():
-            offered, verdicts, answers = await _apply(conn, batch, self._fires, receipts)
+            offered = await _apply(conn, batch, self._fires)
+            verdicts = batch.verdicts()
+            answers = await _save_answers(conn, receipts, verdicts) if receipts else []
         self._fires.stored(offered)
         return verdicts, answers
