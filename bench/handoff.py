@@ -23,7 +23,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.profile import process_cpu_seconds
+from bench.cpu import process_cpu_seconds
 from bench.report import finish, machine_facts, machine_lines
 from bench.servers import Server, bare_command, bare_env, running
 from bench.wrk import WrkResult, run_wrk, wrk_binary, wrk_version

@@ -21,7 +21,6 @@ checkpointer), as one row: their CPU comes off the same cores.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from contextlib import ExitStack
 from functools import cache
 from pathlib import Path
 
+from bench.cpu import WRITER, cpu_during, postgres_pids, process_cpu_seconds
 from bench.postgres import drop_schemas, fresh_schemas, unreachable_reason
 from bench.scenarios import Scenario, select
 from bench.servers import (
@@ -139,61 +139,14 @@ def fold(
     return [(name, count * per_sample_us) for name, count in counts.most_common()]
 
 
-def process_cpu_seconds(pid: int) -> tuple[float, float]:
-    """(user, system) CPU seconds a process has used so far, from /proc/PID/stat."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    tick = os.sysconf("SC_CLK_TCK")
-    return int(fields[11]) / tick, int(fields[12]) / tick
-
-
-def postgres_pids() -> list[int]:
-    """Every PostgreSQL server process on this machine (the server runs beside the benchmark, on loopback)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "comm").read_text().strip() == "postgres":
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
-def _cpu_seconds(pids: list[int]) -> tuple[float, float]:
-    """(user, system) summed over processes; one that exited in between counts what was last read of it."""
-    user = system = 0.0
-    for pid in pids:
-        try:
-            u, s = process_cpu_seconds(pid)
-        except OSError:
-            continue
-        user, system = user + u, system + s
-    return user, system
-
-
 def cpu_per_request(
     load: Callable[[int], WrkResult], seconds: int, pids: dict[str, list[int]]
 ) -> tuple[WrkResult, list[tuple[str, float, float]]]:
-    """One load run: (user µs, system µs) per request for each named group of processes, and for wrk itself
-    (our only child that runs and is reaped meanwhile)."""
-    before = {name: _cpu_seconds(group) for name, group in pids.items()}
-    children = os.times()
-    result = load(seconds)
-    after = {name: _cpu_seconds(group) for name, group in pids.items()}
-    children_after = os.times()
+    """One load run: (user µs, system µs) per request for each named group of processes, and for wrk."""
+    result, used = cpu_during(lambda: load(seconds), pids)
     scale = 1e6 / (result.rps * seconds)
-    rows = [
-        (name, (after[name][0] - before[name][0]) * scale, (after[name][1] - before[name][1]) * scale)
-        for name in pids
-    ]
-    rows.append(
-        (
-            "wrk, the load generator",
-            (children_after.children_user - children.children_user) * scale,
-            (children_after.children_system - children.children_system) * scale,
-        )
-    )
-    return result, rows
+    names = {"wrk": "wrk, the load generator"}
+    return result, [(names.get(name, name), u * scale, s * scale) for name, (u, s) in used.items()]
 
 
 @cache
@@ -207,7 +160,7 @@ def _writer_pid(worker_pid: int) -> int | None:
             used = sum(process_cpu_seconds(pid))
         except OSError:
             continue
-        if b"adslot.ledger.writer_process" in command and (busiest is None or used > busiest[0]):
+        if WRITER in command and (busiest is None or used > busiest[0]):
             busiest = (used, pid)
     return None if busiest is None else busiest[1]
 

@@ -37,6 +37,8 @@ class Side(msgspec.Struct):
     rounds: list[WrkResult]
     cpu_busy: float = 0.0
     """Median over rounds of the share of the machine's CPU time busy during the run."""
+    cpu_us: dict[str, float] = msgspec.field(default_factory=dict)
+    """Median over rounds of each process group's CPU µs per request, where the runs measured it."""
 
     @classmethod
     def of(cls, rounds: list[WrkResult]) -> Side:
@@ -51,6 +53,11 @@ class Side(msgspec.Struct):
             bytes_per_response=sum(r.bytes for r in rounds) / requests if requests else 0.0,
             rounds=rounds,
             cpu_busy=statistics.median(r.cpu_busy for r in rounds),
+            cpu_us={
+                name: statistics.median(r.cpu_us[name] for r in rounds)
+                for name in rounds[0].cpu_us
+                if all(name in r.cpu_us for r in rounds)
+            },
         )
 
     @property

@@ -22,6 +22,7 @@ from types import FrameType
 
 from adslot.settings import EnvironmentSettings, load_settings
 from bench import growth, report
+from bench.cpu import measure_cpu
 from bench.postgres import drop_schemas, fresh_schemas, redacted, unreachable_reason
 from bench.report import Config, Row
 from bench.scenarios import SCENARIOS, Scenario, select
@@ -182,6 +183,8 @@ class Target:
     script_args: dict[str, str]
 
 
+Processes = Callable[[Target], dict[str, list[int]]]
+"""The groups of processes whose CPU a run of `target` costs (its server's, the database's)."""
 Records = Callable[[], dict[str, int]]
 """Reads adslot's Proof-of-Play totals (counted, duplicate, late) over the benchmark's ad requests."""
 
@@ -206,9 +209,11 @@ def pop_delta(before: dict[str, int] | None, after: dict[str, int] | None) -> di
 
 
 class Bench:
-    def __init__(self, args: Options, wrk: str) -> None:
+    def __init__(self, args: Options, wrk: str, processes: Processes | None = None) -> None:
+        """`processes`, when given, names the groups of processes whose CPU each run records per request."""
         self.args = args
         self.wrk = wrk
+        self.processes = processes
         self.rows: list[Row] = []
         self.notes: list[str] = []
 
@@ -235,15 +240,20 @@ class Bench:
         return results
 
     def wrk_run(self, target: Target, scenario: Scenario, duration: int, extra: dict[str, str]) -> WrkResult:
-        return run_wrk(
-            self.wrk,
-            target.server.url,
-            scenario.script,
-            duration_s=duration,
-            connections=self.args.connections,
-            threads=self.args.threads,
-            script_args={**target.script_args, **scenario.args, **extra},
-        )
+        def load() -> WrkResult:
+            return run_wrk(
+                self.wrk,
+                target.server.url,
+                scenario.script,
+                duration_s=duration,
+                connections=self.args.connections,
+                threads=self.args.threads,
+                script_args={**target.script_args, **scenario.args, **extra},
+            )
+
+        if self.processes is None:
+            return load()
+        return measure_cpu(load, self.processes(target))
 
     def scenario(self, targets: list[Target], scenario: Scenario, adslots: list[Subject]) -> None:
         """Max-rate rounds, then (for the latency scenarios) calibrated rounds at about half that rate; one

@@ -24,6 +24,7 @@ import msgspec
 
 from adslot.settings import load_settings
 from bench import report
+from bench.cpu import postgres_pids, server_groups
 from bench.postgres import drop_schemas, fresh_schemas, redacted
 from bench.report import Machine, Side
 from bench.runner import (
@@ -236,6 +237,7 @@ class WorkersBench:
 
     def backend(self, backend: str, postgres_url: str | None, work: Path) -> None:
         work.mkdir(parents=True)
+        self.bench.processes = partial(processes, postgres=postgres_url is not None)
         schemas = {name: fresh_schemas() for name in WORKERS} if postgres_url else {}
         keys: dict[str, str] = {}
         launches: dict[str, Launch] = {}
@@ -315,6 +317,15 @@ class WorkersBench:
         return launch
 
 
+def processes(target: Target, *, postgres: bool) -> dict[str, list[int]]:
+    """What a run of `target` costs: its server's workers and ledger writer, and PostgreSQL's processes
+    (shared by both servers, but only the one under load keeps them busy)."""
+    groups = server_groups(target.server.process.pid)
+    if postgres:
+        groups["PostgreSQL"] = postgres_pids()
+    return groups
+
+
 def notes(rows: list[WorkersRow], machine: Machine, threads: int) -> list[str]:
     """Errors first, then what adslot counted, then what limits the numbers on this machine."""
     out = [f"ERRORS in {r.backend} {r.scenario}: {flag}" for r in rows for flag in r.flags]
@@ -373,6 +384,27 @@ def table(rows: list[WorkersRow]) -> str:
     return "\n".join(lines)
 
 
+CPU_GROUPS = ("workers", "ledger writer", "PostgreSQL", "wrk")
+
+
+def cpu_table(rows: list[WorkersRow]) -> str:
+    """CPU µs per request of each server's processes and of wrk: where a second worker's cost goes."""
+    lines = [
+        "| scenario | backend | server | req/s | workers | ledger writer | PostgreSQL | wrk | all |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        for name, side in ((ONE, r.one_worker), (TWO, r.two_workers)):
+            if not side.cpu_us:
+                continue
+            cells = [f"{side.cpu_us[g]:.1f}" if g in side.cpu_us else "—" for g in CPU_GROUPS]
+            lines.append(
+                f"| {r.scenario} | {r.backend} | {name} | {_n(side.rps)} | {' | '.join(cells)} | "
+                f"{sum(side.cpu_us.values()):.1f} |"
+            )
+    return "\n".join(lines)
+
+
 def markdown(result: WorkersReport) -> str:
     m, c = result.machine, result.config
     out = [
@@ -396,6 +428,16 @@ def markdown(result: WorkersReport) -> str:
         "Pixel scenarios fire on ad requests each server issued itself.",
         "",
     ]
+    if any(r.one_worker.cpu_us for r in result.rows):
+        out += [
+            "CPU per request, µs (user + system, from /proc, medians over rounds): each server's worker "
+            "processes (with 2 workers, their supervisor too), its ledger writer process(es), the machine's "
+            "PostgreSQL server processes, and wrk. A second worker can beat one only if the CPU that all of "
+            "them spend per request grows by less than the CPU left idle with one worker.",
+            "",
+            cpu_table(result.rows),
+            "",
+        ]
     out += ["Backends: " + "; ".join(f"{n}: {s}" for n, s in result.backends.items()) + ".", ""]
     if result.notes:
         out += ["Notes:", "", *(f"- {note}" for note in result.notes), ""]

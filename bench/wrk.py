@@ -39,6 +39,9 @@ class WrkResult(msgspec.Struct, frozen=True):
     cpu_busy: float = 0.0
     """The share of the machine's CPU time (all CPUs) that was busy during the run, from /proc/stat; 0 where
     there is no /proc. Near 1 means server and wrk together used every CPU: no room for another worker."""
+    cpu_us: dict[str, float] = msgspec.field(default_factory=dict)
+    """CPU µs (user + system) per request by group of processes (the server's workers, its ledger writer,
+    PostgreSQL, wrk), from /proc; only where the benchmark measured it (bench.workers)."""
 
     @property
     def error_count(self) -> int:

@@ -47,6 +47,10 @@ def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
         assert stats["errors"] == 0
         assert len(stats["rounds"]) == 1
         assert 0 < stats["cpu_busy"] <= 1, "the machine's busy share during the run, from /proc/stat"
+        cpu = stats["cpu_us"]
+        assert set(cpu) == {"workers", "ledger writer", "wrk"}, "no PostgreSQL processes on a SQLite run"
+        assert all(us > 0 for us in cpu.values()), cpu
     assert set(row["proof_of_play"]) == {"1 worker", "2 workers"}
     for fires in row["proof_of_play"].values():
         assert fires["counted"] > 0, fires
+    assert "| impression | sqlite | 2 workers |" in (tmp_path / "workers.md").read_text(), "the CPU table"

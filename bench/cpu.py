@@ -1,0 +1,115 @@
+"""CPU time of processes, from /proc: what one request costs each process of a server, kernel included.
+
+Samples (py-spy) show where inside a process the time goes; these counters say exactly how much each process
+used, which is what decides a ratio when the load generator shares the CPUs with the server.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from bench.wrk import WrkResult
+
+WRITER = b"adslot.ledger.writer_process"
+
+
+def process_cpu_seconds(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds a process has used so far, from /proc/PID/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def cpu_seconds(pids: list[int]) -> tuple[float, float]:
+    """(user, system) summed over processes; one that exited in between counts what was last read of it."""
+    user = system = 0.0
+    for pid in pids:
+        try:
+            u, s = process_cpu_seconds(pid)
+        except OSError:
+            continue
+        user, system = user + u, system + s
+    return user, system
+
+
+def postgres_pids() -> list[int]:
+    """Every PostgreSQL server process on this machine (the server runs beside the benchmark, on loopback)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == "postgres":
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _parents() -> dict[int, int]:
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    return parents
+
+
+def descendants(root: int) -> list[int]:
+    """`root` and every process below it, now."""
+    children: dict[int, list[int]] = {}
+    for pid, parent in _parents().items():
+        children.setdefault(parent, []).append(pid)
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def server_groups(root: int) -> dict[str, list[int]]:
+    """An `adslot serve` process tree split into its ledger writer processes and the rest (its workers, and
+    with several workers their supervisor, which does next to nothing under load)."""
+    groups: dict[str, list[int]] = {"workers": [], "ledger writer": []}
+    for pid in descendants(root):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        groups["ledger writer" if WRITER in command else "workers"].append(pid)
+    return groups
+
+
+def cpu_during(
+    load: Callable[[], WrkResult], groups: dict[str, list[int]]
+) -> tuple[WrkResult, dict[str, tuple[float, float]]]:
+    """Run `load` (one wrk run): its result, and the (user, system) CPU seconds each group used meanwhile, and
+    "wrk" its own: our only child that runs and is reaped meanwhile, so the children's times are its."""
+    before = {name: cpu_seconds(pids) for name, pids in groups.items()}
+    children = os.times()
+    result = load()
+    after = {name: cpu_seconds(pids) for name, pids in groups.items()}
+    children_after = os.times()
+    used = {name: (after[name][0] - before[name][0], after[name][1] - before[name][1]) for name in groups}
+    used["wrk"] = (
+        children_after.children_user - children.children_user,
+        children_after.children_system - children.children_system,
+    )
+    return result, used
+
+
+def measure_cpu(load: Callable[[], WrkResult], groups: dict[str, list[int]]) -> WrkResult:
+    """`load`'s result with each group's CPU µs (user + system) per request, wrk's included."""
+    result, used = cpu_during(load, groups)
+    if not result.requests:
+        return result
+    scale = 1e6 / result.requests
+    return msgspec.structs.replace(
+        result, cpu_us={name: round((user + system) * scale, 1) for name, (user, system) in used.items()}
+    )

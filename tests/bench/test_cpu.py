@@ -1,0 +1,53 @@
+"""bench/cpu.py reads real processes' CPU from /proc: a busy child shows up in the group it belongs to."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from bench.cpu import cpu_seconds, descendants, server_groups
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc")
+
+SPIN = (
+    "import sys, time\n"
+    "end = time.process_time() + 0.3\n"
+    "while time.process_time() < end: pass\n"
+    "sys.stdin.read()"
+)
+"""A child that spends 0.3 s of CPU, then waits for its standard input to close."""
+PARENT = f"""
+import subprocess, sys
+marker = 'adslot.ledger.' + 'writer_process'  # on the child's command line only, not on this one's
+a = subprocess.Popen([sys.executable, '-c', {SPIN!r}, marker], stdin=sys.stdin)
+b = subprocess.Popen([sys.executable, '-c', 'import sys; sys.stdin.read()', 'worker'], stdin=sys.stdin)
+print(a.pid, b.pid, flush=True)
+a.wait(); b.wait()
+"""
+
+
+def test_a_server_tree_splits_into_its_ledger_writers_and_the_rest_and_their_cpu_time_is_read() -> None:
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert parent.stdout is not None
+        writer, other = map(int, parent.stdout.readline().split())
+        assert sorted(descendants(parent.pid)) == sorted([parent.pid, writer, other])
+        groups = server_groups(parent.pid)
+        assert groups["ledger writer"] == [writer], "told apart by its command line"
+        assert sorted(groups["workers"]) == sorted([parent.pid, other])
+
+        deadline = time.monotonic() + 30
+        while sum(cpu_seconds([writer])) < 0.25 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sum(cpu_seconds([writer])) >= 0.25, "the spinning child's 0.3 s of CPU shows in /proc"
+        assert sum(cpu_seconds([other])) < 0.25, "the idle one's does not"
+        assert cpu_seconds([2**22 + 1]) == (0.0, 0.0), "a process that is gone counts nothing"
+    finally:
+        if parent.stdin is not None:
+            parent.stdin.close()
+        parent.wait(timeout=10)
