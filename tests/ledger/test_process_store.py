@@ -13,7 +13,7 @@ from adslot.ledger.group_commit import GroupCommitter
 from adslot.ledger.process_store import RESENDS, ProcessLedgerStore
 from adslot.ledger.records import Fire, Issue, NoFill, Operation, Release, Settle, Verdict
 from adslot.ledger.sqlite_store import CHUNK
-from adslot.storage.failures import OutcomeUnknown
+from adslot.storage.failures import LedgerUnavailable, OutcomeUnknown
 from tests.ledger.stores import PLAY, WINDOW, LedgerDatabase, check_accounting, claims_for, record, workload
 
 Answer = tuple[object, object, dict[str, object], int]
@@ -144,6 +144,27 @@ def test_batches_whose_writers_keep_going_away_fail_as_outcome_unknown_and_are_n
     killed = asyncio.run(scenario())
     assert len(killed) == RESENDS + 1
     assert len(db.rows()) == 1 and sum(fills for _, fills in db.stats().values()) == 1
+
+
+def test_a_recovery_that_gets_its_turn_after_close_starts_no_writer(db: LedgerDatabase) -> None:
+    """A writer that went away schedules a recovery; if close() takes the store's lock first, the recovery
+    must find the store closed and start nothing: a writer started then would outlive its server."""
+
+    async def scenario() -> None:
+        store = make_store(db.env, "process")
+        assert isinstance(store, ProcessLedgerStore)
+        await store.start()
+        old = store.process()
+        assert old is not None
+        await store.close()
+        await store._recover()  # as the recovery task runs once close() has let go of the lock
+        assert store.process() is None and not store.connected()
+        with pytest.raises(LedgerUnavailable, match="closed"):
+            await store._reconnect()
+        assert store.process() is None, "no writer process was started after close()"
+        assert old.returncode == 0
+
+    asyncio.run(scenario())
 
 
 def test_a_drain_commits_every_submitted_batch_then_the_writer_process_exits_cleanly(
