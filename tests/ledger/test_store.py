@@ -20,7 +20,7 @@ from adslot.ledger.records import (
 from adslot.ledger.store import DatabaseLedgerStore
 from adslot.ledger.stores import store_for
 from adslot.ledger.wire import decode_verdicts
-from tests.ledger.stores import PLAY, LedgerDatabase, record
+from tests.ledger.stores import PLAY, LedgerDatabase, claims_for, record
 
 ONE, TWO = b"1" * 16, b"2" * 16
 
@@ -106,3 +106,39 @@ def test_a_frame_answered_before_fails_whatever_the_batch_writes_and_changes_not
         assert await store.answer(ONE, 5) == first
 
     run(db, scenario)
+
+
+def test_a_batch_of_issues_stores_every_column_of_each_as_given(db: LedgerDatabase) -> None:
+    """One INSERT for all of a batch's admitted ad requests (PostgreSQL: an array per column): each row
+    comes back exactly, NULLs, floats and other venues included, and a refused one is not stored."""
+    plain = record()
+    no_screen = record(screen_id=None, venue_id="atrium", campaign_id=7, impressions=2.75)
+    capped = record(campaign_id=1, claims=claims_for(1, "s1", PLAY, 1.0))
+    separated = record(campaign_id=1, claims=claims_for(1, "s1", PLAY, 1.0))  # 5 minutes apart: refused
+    records = [plain, no_screen, capped, separated]
+
+    async def scenario(store: DatabaseLedgerStore) -> None:
+        verdicts = await store.apply(
+            [Issue(r, claims_for(r.campaign_id, "s1", PLAY, 1.0)) if r.claims else Issue(r) for r in records]
+        )
+        assert [v.outcome for v in verdicts] == ["issued", "issued", "issued", "rejected"]
+
+    run(db, scenario)
+    rows = db.rows()
+    assert set(rows) == {plain.id, no_screen.id, capped.id}
+    for r in (plain, no_screen, capped):
+        stored = rows[r.id]
+        for column in (
+            "account_id",
+            "venue_id",
+            "screen_id",
+            "play_time",
+            "created_at",
+            "expires_at",
+            "campaign_id",
+            "creative_id",
+            "impressions",
+            "claims",
+        ):
+            assert stored[column] == getattr(r, column), (column, stored[column], getattr(r, column))
+        assert stored["duplicate_count"] == 0 and stored["settled_at"] is None
