@@ -10,6 +10,7 @@ import pytest
 from adslot.ledger.records import (
     ANSWER_RETENTION_SECONDS,
     ANSWER_SLOTS,
+    ISSUE_COLUMNS,
     AlreadyAnswered,
     Fire,
     Issue,
@@ -128,17 +129,6 @@ def test_a_batch_of_issues_stores_every_column_of_each_as_given(db: LedgerDataba
     assert set(rows) == {plain.id, no_screen.id, capped.id}
     for r in (plain, no_screen, capped):
         stored = rows[r.id]
-        for column in (
-            "account_id",
-            "venue_id",
-            "screen_id",
-            "play_time",
-            "created_at",
-            "expires_at",
-            "campaign_id",
-            "creative_id",
-            "impressions",
-            "claims",
-        ):
+        for column in ISSUE_COLUMNS:  # every column an issue writes
             assert stored[column] == getattr(r, column), (column, stored[column], getattr(r, column))
         assert stored["duplicate_count"] == 0 and stored["settled_at"] is None
