@@ -17,9 +17,18 @@ from bench.wrk import WrkResult
 WRITER = b"adslot.ledger.writer_process"
 
 
+def _stat(pid: int) -> list[str]:
+    """/proc/PID/stat's fields after the command name (which may hold spaces): state, ppid, ..."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _pids() -> list[int]:
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+
+
 def process_cpu_seconds(pid: int) -> tuple[float, float]:
     """(user, system) CPU seconds a process has used so far, from /proc/PID/stat."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    fields = _stat(pid)
     tick = os.sysconf("SC_CLK_TCK")
     return int(fields[11]) / tick, int(fields[12]) / tick
 
@@ -39,24 +48,22 @@ def cpu_seconds(pids: list[int]) -> tuple[float, float]:
 def postgres_pids() -> list[int]:
     """Every PostgreSQL server process on this machine (the server runs beside the benchmark, on loopback)."""
     found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "comm").read_text().strip() == "postgres":
-                    found.append(int(entry.name))
-            except OSError:
-                continue
+    for pid in _pids():
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "postgres":
+                found.append(pid)
+        except OSError:
+            continue
     return found
 
 
 def _parents() -> dict[int, int]:
     parents = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
+    for pid in _pids():
+        try:
+            parents[pid] = int(_stat(pid)[1])
+        except (OSError, IndexError, ValueError):
+            continue
     return parents
 
 

@@ -209,11 +209,12 @@ def pop_delta(before: dict[str, int] | None, after: dict[str, int] | None) -> di
 
 
 class Bench:
-    def __init__(self, args: Options, wrk: str, processes: Processes | None = None) -> None:
-        """`processes`, when given, names the groups of processes whose CPU each run records per request."""
+    def __init__(self, args: Options, wrk: str) -> None:
         self.args = args
         self.wrk = wrk
-        self.processes = processes
+        self.processes: Processes | None = None
+        """When set, the groups of processes whose CPU each run records per request (bench.workers sets it
+        per backend)."""
         self.rows: list[Row] = []
         self.notes: list[str] = []
 

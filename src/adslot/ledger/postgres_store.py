@@ -54,11 +54,17 @@ from adslot.ledger.store import (
 
 SELECT = SELECT_ONE + "$1"
 SELECT_MANY = SELECT_ONE.replace("WHERE id = ", "WHERE id = ANY($1::uuid[])")
-_ISSUE_TYPES = ("uuid", "int", "text", "text", "bigint", "bigint", "bigint", "int", "int", "float8", "text")
-assert len(_ISSUE_TYPES) == len(ISSUE_COLUMNS), "one array type per ISSUE_COLUMNS column"
+_TYPES = {
+    **dict.fromkeys(("account_id", "campaign_id", "creative_id"), "int"),
+    **dict.fromkeys(("venue_id", "screen_id", "claims", "settle_reason"), "text"),
+    **dict.fromkeys(("play_time", "created_at", "expires_at", *TIME_COLUMNS, "settled_at"), "bigint"),
+    "id": "uuid",
+    "impressions": "float8",
+}
+"""The array type of each ad_requests column that a batch sends through unnest()."""
 INSERT = (
     f"INSERT INTO ad_requests ({INSERT_COLUMNS}) SELECT * FROM unnest("
-    + ", ".join(f"${i + 1}::{t}[]" for i, t in enumerate(_ISSUE_TYPES))
+    + ", ".join(f"${i + 1}::{_TYPES[c]}[]" for i, c in enumerate(ISSUE_COLUMNS))
     + ")"
 )
 """Every admitted ad request of a batch in one statement: PostgreSQL plans and starts its executor once per
@@ -76,7 +82,6 @@ FIRST_FIRES = (
     "SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[]) "
     "ON CONFLICT DO NOTHING RETURNING ad_request_id, event, layer"
 )
-_TYPES = {**dict.fromkeys(TIME_COLUMNS, "bigint"), "settled_at": "bigint", "settle_reason": "text"}
 _N = len(SET_ONCE_COLUMNS)
 UPDATE = (
     "UPDATE ad_requests SET "
