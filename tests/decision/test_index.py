@@ -70,6 +70,9 @@ PARIS = VenueProfile("paris", country="FR", latitude=48.85, longitude=2.35)
         (Targeting(radii=(GeoRadius(52.52, 13.40, 5),)), False),
         (Targeting(countries=frozenset({"FR"}), radii=(GeoRadius(52.52, 13.40, 5),)), True),
         (Targeting(screen_ids=frozenset({"s1"})), True),
+        (Targeting(screens=frozenset({("v1", "s1")})), False),
+        (Targeting(screens=frozenset({("v1", "s1"), ("paris", "s9")})), True),
+        (Targeting(screen_ids=frozenset({"s2"}), screens=frozenset({("v1", "s1")})), True),
         (Targeting(), True),
     ],
 )
@@ -212,6 +215,28 @@ def test_a_screen_pair_pools_its_campaign_on_that_venues_screen_only() -> None:
     assert pooled_ids(built, "s1", None) == [1, 2]
     assert [c.id for pool in built.screen_pools(other, "s1", None).tiers for c in pool.all()] == [1]
     assert pooled_ids(built, "s2", None) == [1]
+
+
+def test_a_campaign_sold_on_screen_pairs_only_is_posted_to_those_venues_not_everywhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    paired = [
+        campaign(n, targeting=Targeting(screens=frozenset({("v1", "s1"), (f"v{n}", "s1")})))
+        for n in range(2, 12)
+    ]
+    built = DecisionIndex.build([campaign(1), *paired])
+    looked_at: list[int] = []
+    real = index_module.venue_matches
+
+    def counting(targeting: Targeting, venue: VenueProfile) -> bool:
+        looked_at.append(len(looked_at))
+        return real(targeting, venue)
+
+    monkeypatch.setattr(index_module, "venue_matches", counting)
+    assert ids(built.candidates(VenueProfile("elsewhere"))) == [1]
+    assert len(looked_at) == 1  # not one of the ten screen-pair campaigns
+    assert ids(built.candidates(VenueProfile("v5"))) == [1, 5]
+    assert ids(built.candidates(V1)) == list(range(1, 12))
 
 
 def test_screen_pools_keep_only_creatives_that_fit_and_drop_campaigns_with_none() -> None:

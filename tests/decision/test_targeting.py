@@ -7,7 +7,13 @@ import math
 import pytest
 
 from adslot.decision.model import GeoRadius, Targeting, VenueProfile
-from adslot.decision.targeting import distance_km, screen_allowed, venue_excluded, venue_matches
+from adslot.decision.targeting import (
+    distance_km,
+    screen_allowed,
+    screen_venues,
+    venue_excluded,
+    venue_matches,
+)
 from tests.decision.factories import campaign
 
 BERLIN = (52.5200, 13.4050)
@@ -237,6 +243,21 @@ def test_screen_ids_and_screen_pairs_are_alternatives_of_one_dimension() -> None
     assert screen_allowed(both, "lobby", "s1")
     assert screen_allowed(both, "lobby", "s2")
     assert not screen_allowed(both, "mall-1", "s2")
+
+
+def test_screens_named_only_as_pairs_confine_the_campaign_to_those_pairs_venues() -> None:
+    pairs = Targeting(screens=frozenset({("mall-1", "s1"), ("lobby", "s2")}))
+    assert screen_venues(pairs) == {"mall-1", "lobby"}
+    assert venue_matches(pairs, VenueProfile("mall-1"))
+    assert venue_matches(pairs, VenueProfile("lobby"))
+    assert not venue_matches(pairs, VenueProfile("station"))
+
+
+def test_bare_screen_ids_beside_pairs_leave_every_venue_open() -> None:
+    both = Targeting(screen_ids=frozenset({"s1"}), screens=frozenset({("lobby", "s2")}))
+    assert screen_venues(both) is None
+    assert screen_venues(Targeting()) is None
+    assert venue_matches(both, VenueProfile("station"))
 
 
 def test_an_excluded_screen_pair_excludes_only_that_venues_screen() -> None:

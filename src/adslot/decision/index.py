@@ -46,6 +46,7 @@ from adslot.decision.targeting import (
     EARTH_RADIUS_KM,
     has_geography,
     screen_allowed,
+    screen_venues,
     upper_countries,
     venue_excluded,
     venue_matches,
@@ -303,14 +304,18 @@ class DecisionIndex:
     def _post(self, campaign: LiveCampaign, wide_radius: list[int], everywhere: list[int]) -> None:
         """One dimension is enough, as every non-empty one must match: the one likely to hold fewest venues.
 
-        Venue ids first; then a geography of cities, regions and radii small enough to post on the grid; then
+        Venue ids first (named, or those of the (venue, screen) pairs a campaign sold on screens only names);
+        then a geography of cities, regions and radii small enough to post on the grid; then
         tags and types; then a geography with countries or a radius too wide for the grid; else everywhere.
         """
         targeting = campaign.targeting
         cells = _geography_cells(targeting)
         narrow_geography = has_geography(targeting) and not targeting.countries and cells is not None
+        screens_in = screen_venues(targeting)
         if targeting.venue_ids:
             _post(self._by_venue_id, targeting.venue_ids, campaign.id)
+        elif screens_in is not None:
+            _post(self._by_venue_id, screens_in, campaign.id)
         elif narrow_geography:
             self._post_geography(campaign.id, targeting, cells, wide_radius)
         elif targeting.venue_tags:

@@ -17,14 +17,26 @@ EARTH_RADIUS_KM = 6371.0088
 
 
 def venue_matches(targeting: Targeting, venue: VenueProfile) -> bool:
-    """Every non-empty venue dimension must match; screen ids are ``screen_allowed``'s concern."""
+    """Every non-empty venue dimension must match; screen ids are ``screen_allowed``'s concern, except that
+    screens named only as (venue id, screen id) pairs confine the campaign to those pairs' venues."""
     if targeting.venue_ids and venue.venue_id not in targeting.venue_ids:
+        return False
+    confined = screen_venues(targeting)
+    if confined is not None and venue.venue_id not in confined:
         return False
     if targeting.venue_types and venue.venue_type not in targeting.venue_types:
         return False
     if targeting.venue_tags and targeting.venue_tags.isdisjoint(venue.tags):
         return False
     return not has_geography(targeting) or geography_matches(targeting, venue)
+
+
+def screen_venues(targeting: Targeting) -> frozenset[str] | None:
+    """The venues a targeting's screens confine it to: those of its (venue id, screen id) pairs, unless it
+    also names bare screen ids (a screen id in any venue) or no screens at all (None: not confined)."""
+    if not targeting.screens or targeting.screen_ids:
+        return None
+    return frozenset(venue_id for venue_id, _ in targeting.screens)
 
 
 def venue_excluded(exclusions: Targeting, venue: VenueProfile) -> bool:
