@@ -30,10 +30,12 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
 from functools import cache
+from math import ceil
 from pathlib import Path
 
 from bench.cpu import WRITER, cpu_during, postgres_pids, process_cpu_seconds
 from bench.postgres import drop_schemas, fresh_schemas, unreachable_reason
+from bench.runner import MINT_FACTOR, MINT_MIN_SECONDS
 from bench.scenarios import Scenario, select
 from bench.servers import (
     SCREEN_ID,
@@ -44,6 +46,7 @@ from bench.servers import (
     bare_env,
     free_port,
     issue_ad_requests,
+    mint_ad_requests,
     running,
     setup_production,
 )
@@ -212,20 +215,30 @@ def _profile(
     with ExitStack() as stack:
         adslot = stack.enter_context(running("adslot", adslot_launch, work / "adslot.log", key))
         target = stack.enter_context(running("bare", bare_launch, work / "bare.log", key)) if bare else adslot
-        uuids = issue_ad_requests(adslot.url, key, 2000)
-        (work / "uuids.txt").write_text("\n".join(uuids) + "\n")
-        args = {"venue": VENUE_ID, "screen": SCREEN_ID, "key": key, "uuids": str(work / "uuids.txt")}
+        uuid_file = work / "uuids.txt"
+        if scenario.requests_per_uuid:
+            # As in `python -m bench`: pixels fire on a list long enough that each is a first fire; the
+            # warm-up, the recorded run and the /proc run each go on where the last one stopped.
+            mint_s = max(MINT_MIN_SECONDS, ceil(MINT_FACTOR * (2 + 2 * seconds) / scenario.requests_per_uuid))
+            mint_ad_requests(wrk, adslot.url, key, mint_s, uuid_file, connections=64, threads=2)
+        else:
+            uuid_file.write_text("\n".join(issue_ad_requests(adslot.url, key, 2000)) + "\n")
+        args = {"venue": VENUE_ID, "screen": SCREEN_ID, "key": key, "uuids": str(uuid_file)}
+        offset = 0
 
         def load(duration: int) -> WrkResult:
-            return run_wrk(
+            nonlocal offset
+            result = run_wrk(
                 wrk,
                 target.url,
                 scenario.script,
                 duration_s=duration,
                 connections=64,
                 threads=2,
-                script_args={**args, **scenario.args},
+                script_args={**args, **scenario.args, "offset": str(offset)},
             )
+            offset = result.next_offset
+            return result
 
         load(2)  # warm-up
         worker = target.process.pid  # one uvicorn worker serves in the process it was started as

@@ -203,10 +203,10 @@ def notes(rows: list[Row]) -> list[str]:
             )
     if pixels:
         out.append(
-            "Pixels fire on the real ad requests made before the runs, cycling through each uuid x event "
-            "pair: the first pass counts, every later fire is a duplicate (as player retries are), so "
-            "after round 1 nearly all are duplicates. adslot's own records, before vs after each "
-            "scenario's rounds: " + "; ".join(pixels) + "."
+            "Each pixel scenario fires on its own list of real ad requests, minted with wrk just before "
+            "(see below), walking it in order across rounds: every fire is a first fire until the list "
+            "runs out, then they are duplicates (as player retries are). adslot's delivery report, before "
+            "vs after each scenario's rounds: " + "; ".join(pixels) + "."
         )
     for r in rows:
         b, a = r.bare.bytes_per_response, r.adslot.bytes_per_response

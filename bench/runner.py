@@ -8,6 +8,7 @@ pixel scripts use, then runs every scenario in rounds, bare and adslot interleav
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -31,13 +32,15 @@ from bench.servers import (
     VENUE_ID,
     Launch,
     Server,
+    admin_key,
     adslot_command,
     adslot_env,
     bare_command,
     bare_env,
+    delivery_totals,
     free_port,
     issue_ad_requests,
-    proof_of_play_totals,
+    mint_ad_requests,
     running,
     setup_production,
 )
@@ -47,6 +50,11 @@ DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 RESULTS = Path(__file__).resolve().parent / "results"
 QUICK = {"duration": 2, "rounds": 1, "warmup": 1, "uuids": 500}
 DEFAULTS = {"duration": 10, "rounds": 3, "warmup": 2, "uuids": 2000}
+MINT_FACTOR = 2.5
+"""Seconds of minting ad requests per second of pixel runs, per request made for each uuid: a server
+answers pixels at up to about twice the rate at which wrk mints ad requests on it (parsing every answer)."""
+MINT_MIN_SECONDS = 3
+"""A server answers slower in its first second (imports, caches): no list is minted in less."""
 
 
 def parse_seconds(raw: str) -> int:
@@ -109,7 +117,7 @@ def parse_args(argv: list[str]) -> Options:
     p.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
     p.add_argument("--workers", type=int, default=1, help="server worker processes, for both (default 1)")
     p.add_argument(
-        "--uuids", type=int, help="real ad requests made first, for VAST and pixels (default 2000)"
+        "--uuids", type=int, help="real ad requests made first for the VAST fetches (default 2000)"
     )
     p.add_argument(
         "--scenarios",
@@ -217,6 +225,9 @@ class Bench:
         per backend)."""
         self.rows: list[Row] = []
         self.notes: list[str] = []
+        self.offsets: dict[tuple[str, str], int] = {}
+        """Where each target's next run of a scenario starts in its request list (pixel scenarios): past
+        every request the runs before it sent."""
 
     def run(
         self, targets: list[Target], scenario: Scenario, delay_ms: dict[str, float] | None = None
@@ -241,6 +252,11 @@ class Bench:
         return results
 
     def wrk_run(self, target: Target, scenario: Scenario, duration: int, extra: dict[str, str]) -> WrkResult:
+        where = (target.name, scenario.uuid_set)
+        walks = scenario.requests_per_uuid > 0
+        if walks:
+            extra = {**extra, "offset": str(self.offsets.get(where, 0))}
+
         def load() -> WrkResult:
             return run_wrk(
                 self.wrk,
@@ -252,9 +268,49 @@ class Bench:
                 script_args={**target.script_args, **scenario.args, **extra},
             )
 
-        if self.processes is None:
-            return load()
-        return measure_cpu(load, self.processes(target))
+        result = load() if self.processes is None else measure_cpu(load, self.processes(target))
+        if walks:
+            self.offsets[where] = result.next_offset
+        return result
+
+    def mint_seconds(self, scenario: Scenario) -> int:
+        """How long to mint ad requests for a pixel scenario's own list: enough that its runs (the paced
+        half-load ones and their trial included) fire each pixel once."""
+        args = self.args
+        seconds: float = args.rounds * args.duration
+        if scenario.half_load and args.half_load:
+            seconds += (args.rounds * args.duration + min(3, args.duration)) / 2
+        return max(MINT_MIN_SECONDS, math.ceil(MINT_FACTOR * seconds / scenario.requests_per_uuid))
+
+    def uuid_lists(self, label: str, url: str, key: str, work: Path, tag: object) -> dict[str, list[str]]:
+        """Each uuid set the scenarios use, written to work/uuids-<tag>-<set>.txt: the shared one for the
+        VAST fetches made with httpx (--uuids), each pixel scenario's minted with wrk."""
+        lists: dict[str, list[str]] = {}
+        for scenario in self.args.scenarios:
+            name = scenario.uuid_set
+            if name in lists:
+                continue
+            path = work / f"uuids-{tag}-{name}.txt"
+            if scenario.requests_per_uuid:
+                seconds = self.mint_seconds(scenario)
+                lists[name] = mint_ad_requests(
+                    self.wrk,
+                    url,
+                    key,
+                    seconds,
+                    path,
+                    connections=self.args.connections,
+                    threads=self.args.threads,
+                )
+                minted = len(lists[name])
+                note = f"{label} {scenario.name}: fires on {minted:,} ad requests minted in {seconds} s"
+                self.notes.append(note)
+            else:
+                lists[name] = issue_ad_requests(url, key, self.args.uuids)
+                path.write_text("\n".join(lists[name]) + "\n")
+                note = f"{label} {name} uuid list: {len(lists[name]):,} real ad requests"
+            print(f"[{note}]", flush=True)
+        return lists
 
     def scenario(self, targets: list[Target], scenario: Scenario, adslots: list[Subject]) -> None:
         """Max-rate rounds, then (for the latency scenarios) calibrated rounds at about half that rate; one
@@ -328,10 +384,12 @@ class Bench:
         labels = {size: f"{backend}, {size:,} stored" if side_by_side else backend for size in sizes}
         try:
             keys: dict[int, str] = {}
+            admins: dict[int, str] = {}
             for size in sizes:
                 launch = adslot_launch(size)
                 env = launch(free_port())[1]
                 keys[size] = setup_production(env)
+                admins[size] = admin_key(env)
                 print(f"[{labels[size]}] production set up through the CLI", flush=True)
                 if size:
                     self.preload(labels[size], load_settings(env).environment("production"), size)
@@ -345,15 +403,8 @@ class Bench:
                 bare = stack.enter_context(running("bare", bare_launch, work / "bare.log", keys[sizes[0]]))
                 servers = ", ".join(f"{names[size]} on {adslots[size].url}" for size in sizes)
                 print(f"[{backend}] {servers}, bare app on {bare.url}, {workers} worker(s) each", flush=True)
-                uuids: dict[tuple[int, str], list[str]] = {}
-                for uuid_set in sorted({s.uuid_set for s in self.args.scenarios}):
-                    for size in sizes:
-                        issued = issue_ad_requests(adslots[size].url, keys[size], self.args.uuids)
-                        uuids[size, uuid_set] = issued
-                        (work / f"uuids-{size}-{uuid_set}.txt").write_text("\n".join(issued) + "\n")
-                    print(
-                        f"[{backend}] {self.args.uuids:,} real ad requests per server, {uuid_set} uuid list"
-                    )
+                for size in sizes:
+                    self.uuid_lists(labels[size], adslots[size].url, keys[size], work, size)
                 common = {"venue": VENUE_ID, "screen": SCREEN_ID}
                 targets = [Target("bare", bare, {**common, "key": "unused"})] + [
                     Target(names[size], adslots[size], {**common, "key": keys[size]}) for size in sizes
@@ -378,12 +429,7 @@ class Bench:
                         Subject(
                             names[size],
                             labels[size],
-                            partial(
-                                proof_of_play_totals,
-                                adslots[size].url,
-                                keys[size],
-                                uuids[size, scenario.uuid_set],
-                            )
+                            partial(delivery_totals, adslots[size].url, admins[size])
                             if scenario.pixels
                             else None,
                         )

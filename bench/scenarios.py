@@ -19,9 +19,13 @@ class Scenario:
     target_ratio: float | None
     half_load: bool = False
     pixels: bool = False
-    uuid_set: str = "shared"
-    """Which list of real ad requests the script uses: the mix has its own, so its pixels start unfired."""
     """Fires pixels: adslot's records are read before and after to count first fires and duplicates."""
+    uuid_set: str = "shared"
+    """Which list of real ad requests the script uses. Each pixel scenario has its own, so its pixels start
+    unfired; the VAST fetches share one (a read can repeat)."""
+    requests_per_uuid: int = 0
+    """Requests the script makes per uuid of its list, walked in order across runs (so each pixel is fired
+    once while the list lasts); 0: it cycles through the shared list instead."""
     args: dict[str, str] = field(default_factory=dict)
 
 
@@ -49,6 +53,8 @@ SCENARIOS: tuple[Scenario, ...] = (
         0.7,
         half_load=True,
         pixels=True,
+        uuid_set="impression",
+        requests_per_uuid=1,
     ),
     Scenario(
         "tracking",
@@ -56,6 +62,8 @@ SCENARIOS: tuple[Scenario, ...] = (
         "GET /api/v1/ad/tracking/video/?ad_request_uuid=&event= (5 quartile events in turn)",
         0.7,
         pixels=True,
+        uuid_set="tracking",
+        requests_per_uuid=5,
     ),
     Scenario(
         "mix",
@@ -65,6 +73,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         args={"format": "json"},
         pixels=True,
         uuid_set="mix",
+        requests_per_uuid=8,
     ),
 )
 

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import httpx
 
+from bench.wrk import run_wrk
+
 REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 VENUE_ID = "bench-venue"
@@ -230,6 +232,15 @@ def setup_production(env: Mapping[str, str]) -> str:
     return key
 
 
+def admin_key(env: Mapping[str, str]) -> str:
+    """A production key with the admin permission, for the delivery report (the ad request key has none)."""
+    out = _cli(env, "keys", "create", "--env", "production", "--account", ACCOUNT, "--scope", "admin")
+    key = out.strip().splitlines()[0]
+    if not key.startswith("ssp_live_"):
+        raise ServerError(f"unexpected key output: {key!r}")
+    return key
+
+
 def adslot_command(port: int, workers: int) -> list[str]:
     return [
         sys.executable,
@@ -303,35 +314,6 @@ async def _issue(url: str, key: str, count: int, concurrency: int) -> list[str]:
     return uuids
 
 
-async def _records(url: str, key: str, uuids: list[str], concurrency: int) -> dict[str, int]:
-    totals = {"counted": 0, "duplicate": 0, "late": 0}
-    queue = list(uuids)
-
-    async def worker(client: httpx.AsyncClient) -> None:
-        while queue:
-            uuid = queue.pop()
-            response = await client.get(f"{url}/api/v1/ad/request/{uuid}", headers={"Ssp-Key": key})
-            response.raise_for_status()
-            data = response.json()["data"]
-            totals["counted"] += sum(1 for at in data["events"].values() if at is not None)
-            totals["duplicate"] += data["duplicate_count"]
-            totals["late"] += data["late_count"]
-
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(timeout=30, limits=limits) as client:
-        await asyncio.gather(*(worker(client) for _ in range(concurrency)))
-    return totals
-
-
-def proof_of_play_totals(url: str, key: str, uuids: list[str], concurrency: int = 16) -> dict[str, int]:
-    """Counted events, duplicates and late fires over the given ad requests, from adslot's own records."""
-
-    async def bounded() -> dict[str, int]:
-        return await asyncio.wait_for(_records(url, key, uuids, concurrency), 300)
-
-    return asyncio.run(bounded())
-
-
 def issue_ad_requests(
     url: str, key: str, count: int, concurrency: int = 32, timeout_s: float = 300
 ) -> list[str]:
@@ -345,4 +327,47 @@ def issue_ad_requests(
         response = client.get(f"{url}/api/v1/ad/vast/{uuids[0]}")
         if response.status_code != 200 or "<InLine>" not in response.text:
             raise ServerError(f"the inline VAST of an issued ad request answered {response.status_code}")
+    return uuids
+
+
+EVENT_COUNTS = ("plays", "starts", "first_quartiles", "midpoints", "third_quartiles", "completes")
+
+
+def delivery_totals(url: str, admin: str, timeout_s: float = 120) -> dict[str, int]:
+    """Counted events, duplicates and late fires over every ad request played within a day of now, from
+    adslot's delivery report: two of them, before and after a scenario, give what its pixels did."""
+    now = int(time.time())
+    params = {"from": str(now - 86400), "to": str(now + 86400), "group_by": "campaign"}
+    with httpx.Client(timeout=timeout_s) as client:
+        response = client.get(f"{url}/api/v1/reports/delivery", params=params, headers={"Ssp-Key": admin})
+    if response.status_code != 200:
+        raise ServerError(f"the delivery report answered {response.status_code}: {response.text[:300]}")
+    totals = response.json()["data"]["totals"]
+    return {
+        "counted": sum(int(totals[name]) for name in EVENT_COUNTS),
+        "duplicate": int(totals["duplicates"]),
+        "late": int(totals["late"]),
+    }
+
+
+def mint_ad_requests(
+    wrk: str, url: str, key: str, seconds: int, out: Path, *, connections: int, threads: int
+) -> list[str]:
+    """Real ad requests made with wrk for `seconds` (bench/lua/mint.lua), as many as the server answers: the
+    uuids the pixel scenarios fire on, each once. Written to `out`, one per line, and returned."""
+    result = run_wrk(
+        wrk,
+        url,
+        "mint.lua",
+        duration_s=seconds,
+        connections=connections,
+        threads=threads,
+        script_args={"key": key, "venue": VENUE_ID, "screen": SCREEN_ID, "out": str(out)},
+    )
+    uuids = out.read_text().split()
+    if result.error_count or not uuids:
+        raise ServerError(
+            f"minting ad requests: {result.requests} answered, {len(uuids)} uuids, {result.non2xx} not 2xx, "
+            f"socket errors {result.socket_errors}"
+        )
     return uuids

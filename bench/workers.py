@@ -47,11 +47,11 @@ from bench.servers import (
     VENUE_ID,
     Launch,
     Server,
+    admin_key,
     adslot_command,
     adslot_env,
+    delivery_totals,
     free_port,
-    issue_ad_requests,
-    proof_of_play_totals,
     running,
     setup_production,
 )
@@ -240,6 +240,7 @@ class WorkersBench:
         self.bench.processes = partial(processes, postgres=postgres_url is not None)
         schemas = {name: fresh_schemas() for name in WORKERS} if postgres_url else {}
         keys: dict[str, str] = {}
+        admins: dict[str, str] = {}
         launches: dict[str, Launch] = {}
         try:
             for name, workers in WORKERS.items():
@@ -252,6 +253,7 @@ class WorkersBench:
                 )
                 print(f"[{backend}] {name}: production set up through the CLI ({where})", flush=True)
                 keys[name] = setup_production(env)
+                admins[name] = admin_key(env)
             with ExitStack() as stack:
                 servers: dict[str, Server] = {}
                 for name, workers in WORKERS.items():
@@ -260,19 +262,9 @@ class WorkersBench:
                         running(f"adslot {name}", launches[name], log, keys[name])
                     )
                     print(f"[{backend}] adslot with {name} on {servers[name].url}", flush=True)
-                uuid_files: dict[tuple[str, str], Path] = {}
-                uuids: dict[tuple[str, str], list[str]] = {}
-                for uuid_set in sorted({s.uuid_set for s in self.args.scenarios}):
-                    for name, workers in WORKERS.items():
-                        issued = issue_ad_requests(servers[name].url, keys[name], self.args.uuids)
-                        path = work / f"uuids-{workers}w-{uuid_set}.txt"
-                        path.write_text("\n".join(issued) + "\n")
-                        uuids[name, uuid_set], uuid_files[name, uuid_set] = issued, path
-                    print(
-                        f"[{backend}] {self.args.uuids:,} real ad requests issued on each server "
-                        f"for the {uuid_set} uuid list",
-                        flush=True,
-                    )
+                for name, workers in WORKERS.items():
+                    label = f"{backend}, {name}"
+                    self.bench.uuid_lists(label, servers[name].url, keys[name], work, f"{workers}w")
                 common = {"venue": VENUE_ID, "screen": SCREEN_ID}
                 targets = [Target(name, servers[name], {**common, "key": keys[name]}) for name in WORKERS]
                 for target in targets:
@@ -282,20 +274,17 @@ class WorkersBench:
                         Target(
                             t.name,
                             t.server,
-                            {**t.script_args, "uuids": str(uuid_files[t.name, scenario.uuid_set])},
+                            {
+                                **t.script_args,
+                                "uuids": str(work / f"uuids-{WORKERS[t.name]}w-{scenario.uuid_set}.txt"),
+                            },
                         )
                         for t in targets
                     ]
                     records: dict[str, Records] = {}
                     if scenario.pixels:
                         records = {
-                            t.name: partial(
-                                proof_of_play_totals,
-                                t.server.url,
-                                keys[t.name],
-                                uuids[t.name, scenario.uuid_set],
-                            )
-                            for t in targets
+                            t.name: partial(delivery_totals, t.server.url, admins[t.name]) for t in targets
                         }
                     self.scenario(backend, with_uuids, scenario, records)
         finally:
@@ -339,9 +328,10 @@ def notes(rows: list[WorkersRow], machine: Machine, threads: int) -> list[str]:
                 )
     if pixels:
         out.append(
-            "Pixels fire on each server's own real ad requests, cycling through each uuid x event pair: the "
-            "first pass counts, later fires are duplicates. Each server's records, before vs after the "
-            "scenario's rounds: " + "; ".join(pixels) + "."
+            "Each pixel scenario fires on its own list of each server's real ad requests, minted with wrk "
+            "just before, in order across rounds: every fire is a first fire until a list runs out, then "
+            "they are duplicates (as player retries are). Each server's delivery report, before vs after "
+            "the scenario's rounds: " + "; ".join(pixels) + "."
         )
     if machine.nproc < threads + 2:
         out.append(
@@ -481,7 +471,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     report.finish(machine)
-    result = WorkersReport(machine, config, backends, bench.rows, notes(bench.rows, machine, args.threads))
+    all_notes = notes(bench.rows, machine, args.threads) + bench.bench.notes
+    result = WorkersReport(machine, config, backends, bench.rows, all_notes)
     json_path, md_path = write(result, args.out)
     print()
     print(markdown(result))

@@ -36,6 +36,8 @@ class WrkResult(msgspec.Struct, frozen=True):
     """Answers by status; only with the tally on (--tally), which costs client CPU."""
     results: dict[str, int] = msgspec.field(default_factory=dict)
     """Pixel answers by their `result` ("counted", "duplicate", "echo"); only with the tally on."""
+    next_offset: int = 0
+    """Where a next run of the script should start in its request list to repeat none of this run's."""
     cpu_busy: float = 0.0
     """The share of the machine's CPU time (all CPUs) that was busy during the run, from /proc/stat; 0 where
     there is no /proc. Near 1 means server and wrk together used every CPU: no room for another worker."""

@@ -5,4 +5,5 @@ dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "common.lua")
 function init(args)
    bench_init(args)
    reqs = { ad_request(opt.format or "json") }
+   prebuilt()
 end

@@ -2,14 +2,16 @@
 -- tally and per-connection delay, and the result line that bench/wrk.py parses.
 --
 -- Arguments come after `--` on the wrk command line as key=value pairs; each scenario's init() calls
--- bench_init(args), then builds its requests once, so request() only picks a prebuilt string.
+-- bench_init(args), then sets `size` (how many distinct requests it has) and `build(i)` (the i-th, 1-based):
+-- a prebuilt string (prebuilt()), or, for the long uuid lists of the pixel scenarios, one concatenation of
+-- a template's two halves around a uuid (a prebuilt string per request would cost hundreds of MB).
 
 bench_threads = {}
 opt = {}
 statuses = {}
 results = {}
 reqs = {}
-local seq = 0
+seq = 0
 local stride = 1
 
 function setup(thread)
@@ -23,7 +25,9 @@ function bench_init(args)
       if k then opt[k] = v end
    end
    stride = tonumber(opt.threads or "1")
-   seq = thread_index or 0
+   -- `offset`: where this run starts in the request list, so that a run goes on where the last one of the
+   -- same scenario stopped and fires pixels that are still unfired.
+   seq = (thread_index or 0) + tonumber(opt.offset or "0")
    math.randomseed(os.time() * 1000 + seq)
    if opt.tally == "1" then
       -- Tally every status and pixel result. Off by default: it makes wrk parse each answer into Lua,
@@ -50,6 +54,20 @@ function load_uuids()
    end
    assert(#list > 0, "no uuids in " .. tostring(opt.uuids))
    return list
+end
+
+-- Use the prebuilt strings in `reqs` as the request list.
+function prebuilt()
+   size = #reqs
+   function build(i) return reqs[i] end
+end
+
+-- The request string `make(MARK)` builds, split around MARK: its halves, to put a uuid between.
+local MARK = "@uuid@"
+function halves(make)
+   local whole = make(MARK)
+   local at = whole:find(MARK, 1, true)
+   return whole:sub(1, at - 1), whole:sub(at + #MARK)
 end
 
 function prefix()
@@ -84,7 +102,7 @@ end
 -- The threads walk one sequence together (thread i takes i, i+T, i+2T, ...), so a list is covered once
 -- before anything repeats, whatever the thread count.
 function request()
-   local r = reqs[(seq % #reqs) + 1]
+   local r = build((seq % size) + 1)
    seq = seq + stride
    return r
 end
@@ -116,7 +134,7 @@ local function json_counts(counts)
    return "{" .. table.concat(parts, ",") .. "}"
 end
 
-function done(summary, latency, requests)
+function bench_done(summary, latency, requests)
    local e = summary.errors
    local counts = sum_tables("statuses")
    -- Without the tally, wrk's own count of answers with a status above 399 stands in for non-2xx.
@@ -129,13 +147,21 @@ function done(summary, latency, requests)
       end
    end
    local seconds = summary.duration / 1e6
+   -- Where a next run should start in the request list: past every request a thread has sent (answered
+   -- or still in flight), so that it repeats none of them.
+   local next_offset = 0
+   for _, t in ipairs(bench_threads) do
+      next_offset = math.max(next_offset, t:get("seq") or 0)
+   end
    io.write(string.format(
-      'BENCH_RESULT {"requests":%d,"duration_s":%.6f,"rps":%.2f,"bytes":%d,' ..
+      'BENCH_RESULT {"requests":%d,"duration_s":%.6f,"rps":%.2f,"bytes":%d,"next_offset":%d,' ..
       '"p50_us":%d,"p90_us":%d,"p99_us":%d,"p999_us":%d,"max_us":%d,"mean_us":%.1f,' ..
       '"non2xx":%d,"statuses":%s,"results":%s,' ..
       '"socket_errors":{"connect":%d,"read":%d,"write":%d,"timeout":%d}}\n',
-      summary.requests, seconds, summary.requests / seconds, summary.bytes,
+      summary.requests, seconds, summary.requests / seconds, summary.bytes, next_offset,
       latency:percentile(50), latency:percentile(90), latency:percentile(99), latency:percentile(99.9),
       latency.max, latency.mean, non2xx, json_counts(counts), json_counts(sum_tables("results")),
       e.connect, e.read, e.write, e.timeout))
 end
+
+done = bench_done

@@ -1,10 +1,13 @@
--- Fire the impression pixel on real ad requests, rotating through the uuid file: the first pass over the
--- list counts, every later pass is a duplicate (as player retries are).
+-- Fire the impression pixel on real ad requests, in the order of the uuid file, starting at `offset`: each
+-- uuid once (a first fire) until the list runs out; after that the list repeats, and those are duplicates.
 dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "common.lua")
 
 function init(args)
    bench_init(args)
-   for _, uuid in ipairs(load_uuids()) do
-      table.insert(reqs, impression(uuid))
+   local uuids = load_uuids()
+   local before, after = halves(impression)
+   size = #uuids
+   function build(i)
+      return before .. uuids[i] .. after
    end
 end

@@ -1,12 +1,18 @@
--- Fire the five quartile pixels, in the order a player does, on each real ad request of the uuid file:
--- the first pass over the uuid x event list counts, every later pass is a duplicate.
+-- Fire the five quartile pixels, in the order a player does, on each real ad request of the uuid file,
+-- starting at `offset`: each uuid x event once (a first fire) until the list runs out, then duplicates.
 dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "common.lua")
 
 function init(args)
    bench_init(args)
-   for _, uuid in ipairs(load_uuids()) do
-      for _, event in ipairs(QUARTILES) do
-         table.insert(reqs, tracking(uuid, event))
-      end
+   local uuids = load_uuids()
+   local before, after = {}, {}
+   for e, event in ipairs(QUARTILES) do
+      before[e], after[e] = halves(function(uuid) return tracking(uuid, event) end)
+   end
+   local n = #QUARTILES
+   size = #uuids * n
+   function build(i)
+      local e = (i - 1) % n + 1
+      return before[e] .. uuids[(i - e) / n + 1] .. after[e]
    end
 end

@@ -6,4 +6,5 @@ function init(args)
    for _, uuid in ipairs(load_uuids()) do
       table.insert(reqs, vast(uuid))
    end
+   prebuilt()
 end

@@ -67,9 +67,15 @@ def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
             assert 0 < stats["p50_us"] <= stats["p99_us"]
             assert stats["errors"] == 0
     assert rows[("impression", "max")]["target"] == ">= 0.7"
-    fires = rows[("impression", "max")]["proof_of_play"]
-    assert fires["counted"] > 0 and fires["counted"] + fires["duplicate"] > 0, fires
     assert rows[("impression", "half_load")]["target_rps"]["adslot"] > 0
+    # Every run goes on where the one before it stopped in a list minted long enough for all of them, so
+    # every pixel of the max-rate, trial and paced runs is a first fire, as in a player's day.
+    for kind in ("max", "half_load"):
+        fires = rows[("impression", kind)]["proof_of_play"]
+        assert fires["counted"] > 0 and fires["duplicate"] == 0, (kind, fires)
+    (minted,) = [note for note in report["notes"] if note.startswith("sqlite impression: fires on ")]
+    fired = sum(r["requests"] for r in rows[("impression", "max")]["adslot"]["rounds"])
+    assert int(minted.split()[4].replace(",", "")) > fired, minted
 
 
 @pytest.mark.timeout(1200)
