@@ -343,7 +343,10 @@ class Bench:
                 )
                 half.proof_of_play = pop_delta(was, subject.totals())
                 self.rows.append(half)
-                print(f"  {subject.label} {scenario.name} @ half load: adslot p99/p50 {half.ratio:.1f}")
+                print(
+                    f"  {subject.label} {scenario.name} @ half load: adslot p99/p50 {half.ratio:.1f}",
+                    flush=True,
+                )
 
     def calibrate(self, target: Target, scenario: Scenario, rate: float) -> float:
         """The per-connection delay (ms) that paces `target` at about `rate` req/s.
