@@ -134,21 +134,27 @@ def test_unknown_tier_is_refused() -> None:
 # --- no scan over the catalog ------------------------------------------------------------------------------
 
 
-def test_a_venue_looks_only_at_campaigns_posted_under_its_attributes(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def looked_at(monkeypatch: pytest.MonkeyPatch) -> list[Targeting]:
+    """Every targeting the index checks against a venue from here on: what a candidates() call examined."""
+    seen: list[Targeting] = []
+    real = index_module.venue_matches
+
+    def counting(targeting: Targeting, venue: VenueProfile) -> bool:
+        seen.append(targeting)
+        return real(targeting, venue)
+
+    monkeypatch.setattr(index_module, "venue_matches", counting)
+    return seen
+
+
+def test_a_venue_looks_only_at_campaigns_posted_under_its_attributes(looked_at: list[Targeting]) -> None:
     elsewhere = [campaign(n, venues=(f"other-{n}",)) for n in range(10, 1010)]
     typed_elsewhere = [
         campaign(n, targeting=Targeting(venue_types=frozenset({"airport"}))) for n in range(2000, 2500)
     ]
     mine = [campaign(1, venues=("v1",)), campaign(2, targeting=Targeting(venue_types=frozenset({"mall"})))]
     built = DecisionIndex.build(elsewhere + typed_elsewhere + mine)
-    looked_at: list[int] = []
-    real = index_module.venue_matches
-
-    def counting(targeting: Targeting, venue: VenueProfile) -> bool:
-        looked_at.append(len(looked_at))
-        return real(targeting, venue)
-
-    monkeypatch.setattr(index_module, "venue_matches", counting)
     assert ids(built.candidates(V1)) == [1, 2]
     assert len(looked_at) == 2
 
@@ -218,21 +224,13 @@ def test_a_screen_pair_pools_its_campaign_on_that_venues_screen_only() -> None:
 
 
 def test_a_campaign_sold_on_screen_pairs_only_is_posted_to_those_venues_not_everywhere(
-    monkeypatch: pytest.MonkeyPatch,
+    looked_at: list[Targeting],
 ) -> None:
     paired = [
         campaign(n, targeting=Targeting(screens=frozenset({("v1", "s1"), (f"v{n}", "s1")})))
         for n in range(2, 12)
     ]
     built = DecisionIndex.build([campaign(1), *paired])
-    looked_at: list[int] = []
-    real = index_module.venue_matches
-
-    def counting(targeting: Targeting, venue: VenueProfile) -> bool:
-        looked_at.append(len(looked_at))
-        return real(targeting, venue)
-
-    monkeypatch.setattr(index_module, "venue_matches", counting)
     assert ids(built.candidates(VenueProfile("elsewhere"))) == [1]
     assert len(looked_at) == 1  # not one of the ten screen-pair campaigns
     assert ids(built.candidates(VenueProfile("v5"))) == [1, 5]
@@ -352,21 +350,13 @@ def test_a_negative_radius_contains_nothing() -> None:
     assert not found_at(built, 52.52, 13.40)
 
 
-def test_far_away_radius_campaigns_are_not_examined(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_far_away_radius_campaigns_are_not_examined(looked_at: list[Targeting]) -> None:
     far = [
         campaign(n, targeting=Targeting(radii=(GeoRadius(40.0, -74.0 + n / 100, 20),)))
         for n in range(10, 510)
     ]
     near = campaign(1, targeting=Targeting(radii=(GeoRadius(52.5, 13.4, 20),)))
     built = DecisionIndex.build([*far, near])
-    looked_at: list[int] = []
-    real = index_module.venue_matches
-
-    def counting(targeting: Targeting, venue: VenueProfile) -> bool:
-        looked_at.append(1)
-        return real(targeting, venue)
-
-    monkeypatch.setattr(index_module, "venue_matches", counting)
     assert ids(built.candidates(VenueProfile("berlin", latitude=52.52, longitude=13.40))) == [1]
     assert len(looked_at) == 1
 
