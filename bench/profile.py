@@ -30,12 +30,10 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
 from functools import cache
-from math import ceil
 from pathlib import Path
 
 from bench.cpu import WRITER, cpu_during, postgres_pids, process_cpu_seconds
 from bench.postgres import drop_schemas, fresh_schemas, unreachable_reason
-from bench.runner import MINT_FACTOR, MINT_MIN_SECONDS
 from bench.scenarios import Scenario, select
 from bench.servers import (
     SCREEN_ID,
@@ -47,6 +45,7 @@ from bench.servers import (
     free_port,
     issue_ad_requests,
     mint_ad_requests,
+    mint_seconds,
     running,
     setup_production,
 )
@@ -219,7 +218,7 @@ def _profile(
         if scenario.requests_per_uuid:
             # As in `python -m bench`: pixels fire on a list long enough that each is a first fire; the
             # warm-up, the recorded run and the /proc run each go on where the last one stopped.
-            mint_s = max(MINT_MIN_SECONDS, ceil(MINT_FACTOR * (2 + 2 * seconds) / scenario.requests_per_uuid))
+            mint_s = mint_seconds(2 + 2 * seconds, scenario.requests_per_uuid)
             mint_ad_requests(wrk, adslot.url, key, mint_s, uuid_file, connections=64, threads=2)
         else:
             uuid_file.write_text("\n".join(issue_ad_requests(adslot.url, key, 2000)) + "\n")

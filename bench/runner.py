@@ -8,7 +8,6 @@ pixel scripts use, then runs every scenario in rounds, bare and adslot interleav
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import signal
 import sys
@@ -41,6 +40,7 @@ from bench.servers import (
     free_port,
     issue_ad_requests,
     mint_ad_requests,
+    mint_seconds,
     running,
     setup_production,
 )
@@ -50,11 +50,6 @@ DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 RESULTS = Path(__file__).resolve().parent / "results"
 QUICK = {"duration": 2, "rounds": 1, "warmup": 1, "uuids": 500}
 DEFAULTS = {"duration": 10, "rounds": 3, "warmup": 2, "uuids": 2000}
-MINT_FACTOR = 2.5
-"""Seconds of minting ad requests per second of pixel runs, per request made for each uuid: a server
-answers pixels at up to about twice the rate at which wrk mints ad requests on it (parsing every answer)."""
-MINT_MIN_SECONDS = 3
-"""A server answers slower in its first second (imports, caches): no list is minted in less."""
 
 
 def parse_seconds(raw: str) -> int:
@@ -280,20 +275,20 @@ class Bench:
         seconds: float = args.rounds * args.duration
         if scenario.half_load and args.half_load:
             seconds += (args.rounds * args.duration + min(3, args.duration)) / 2
-        return max(MINT_MIN_SECONDS, math.ceil(MINT_FACTOR * seconds / scenario.requests_per_uuid))
+        return mint_seconds(seconds, scenario.requests_per_uuid)
 
-    def uuid_lists(self, label: str, url: str, key: str, work: Path, tag: object) -> dict[str, list[str]]:
-        """Each uuid set the scenarios use, written to work/uuids-<tag>-<set>.txt: the shared one for the
-        VAST fetches made with httpx (--uuids), each pixel scenario's minted with wrk."""
-        lists: dict[str, list[str]] = {}
+    def uuid_files(self, label: str, url: str, key: str, work: Path, tag: object) -> dict[str, Path]:
+        """Each uuid set the scenarios use, by name, written to work/uuids-<tag>-<set>.txt: the shared one
+        for the VAST fetches made with httpx (--uuids), each pixel scenario's minted with wrk."""
+        files: dict[str, Path] = {}
         for scenario in self.args.scenarios:
             name = scenario.uuid_set
-            if name in lists:
+            if name in files:
                 continue
-            path = work / f"uuids-{tag}-{name}.txt"
+            path = files[name] = work / f"uuids-{tag}-{name}.txt"
             if scenario.requests_per_uuid:
                 seconds = self.mint_seconds(scenario)
-                lists[name] = mint_ad_requests(
+                minted = mint_ad_requests(
                     self.wrk,
                     url,
                     key,
@@ -302,15 +297,14 @@ class Bench:
                     connections=self.args.connections,
                     threads=self.args.threads,
                 )
-                minted = len(lists[name])
-                note = f"{label} {scenario.name}: fires on {minted:,} ad requests minted in {seconds} s"
+                note = f"{label} {scenario.name}: fires on {len(minted):,} ad requests minted in {seconds} s"
                 self.notes.append(note)
             else:
-                lists[name] = issue_ad_requests(url, key, self.args.uuids)
-                path.write_text("\n".join(lists[name]) + "\n")
-                note = f"{label} {name} uuid list: {len(lists[name]):,} real ad requests"
+                issued = issue_ad_requests(url, key, self.args.uuids)
+                path.write_text("\n".join(issued) + "\n")
+                note = f"{label} {name} uuid list: {len(issued):,} real ad requests"
             print(f"[{note}]", flush=True)
-        return lists
+        return files
 
     def scenario(self, targets: list[Target], scenario: Scenario, adslots: list[Subject]) -> None:
         """Max-rate rounds, then (for the latency scenarios) calibrated rounds at about half that rate; one
@@ -406,16 +400,18 @@ class Bench:
                 bare = stack.enter_context(running("bare", bare_launch, work / "bare.log", keys[sizes[0]]))
                 servers = ", ".join(f"{names[size]} on {adslots[size].url}" for size in sizes)
                 print(f"[{backend}] {servers}, bare app on {bare.url}, {workers} worker(s) each", flush=True)
-                for size in sizes:
-                    self.uuid_lists(labels[size], adslots[size].url, keys[size], work, size)
+                files = {
+                    names[size]: self.uuid_files(labels[size], adslots[size].url, keys[size], work, size)
+                    for size in sizes
+                }
                 common = {"venue": VENUE_ID, "screen": SCREEN_ID}
                 targets = [Target("bare", bare, {**common, "key": "unused"})] + [
                     Target(names[size], adslots[size], {**common, "key": keys[size]}) for size in sizes
                 ]
                 for target in targets:
                     self.wrk_run(target, SCENARIOS[0], self.args.warmup, {})
-                # Whose uuid list each target fires on: its own; the bare app (it answers any) the first's.
-                uuid_source = {"bare": sizes[0]} | {names[size]: size for size in sizes}
+                # Whose uuid lists each target fires on: its own; the bare app (it answers any) the first's.
+                files["bare"] = files[names[sizes[0]]]
                 for scenario in self.args.scenarios:
                     with_uuids = [
                         Target(
@@ -423,7 +419,7 @@ class Bench:
                             t.server,
                             {
                                 **t.script_args,
-                                "uuids": str(work / f"uuids-{uuid_source[t.name]}-{scenario.uuid_set}.txt"),
+                                "uuids": str(files[t.name][scenario.uuid_set]),
                             },
                         )
                         for t in targets

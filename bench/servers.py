@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import signal
 import socket
@@ -348,6 +349,19 @@ def delivery_totals(url: str, admin: str, timeout_s: float = 120) -> dict[str, i
         "duplicate": int(totals["duplicates"]),
         "late": int(totals["late"]),
     }
+
+
+MINT_FACTOR = 2.5
+"""Seconds of minting ad requests per second of pixel runs, per request made for each uuid: a server
+answers pixels at up to about twice the rate at which wrk mints ad requests on it (parsing every answer)."""
+MINT_MIN_SECONDS = 3
+"""A server answers slower in its first second (imports, caches): no list is minted in less."""
+
+
+def mint_seconds(pixel_seconds: float, requests_per_uuid: int) -> int:
+    """How long to mint a list on which `pixel_seconds` of runs making `requests_per_uuid` requests per uuid
+    fire each pixel once."""
+    return max(MINT_MIN_SECONDS, math.ceil(MINT_FACTOR * pixel_seconds / requests_per_uuid))
 
 
 def mint_ad_requests(

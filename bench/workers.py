@@ -262,9 +262,12 @@ class WorkersBench:
                         running(f"adslot {name}", launches[name], log, keys[name])
                     )
                     print(f"[{backend}] adslot with {name} on {servers[name].url}", flush=True)
-                for name, workers in WORKERS.items():
-                    label = f"{backend}, {name}"
-                    self.bench.uuid_lists(label, servers[name].url, keys[name], work, f"{workers}w")
+                files = {
+                    name: self.bench.uuid_files(
+                        f"{backend}, {name}", servers[name].url, keys[name], work, name
+                    )
+                    for name in WORKERS
+                }
                 common = {"venue": VENUE_ID, "screen": SCREEN_ID}
                 targets = [Target(name, servers[name], {**common, "key": keys[name]}) for name in WORKERS]
                 for target in targets:
@@ -276,7 +279,7 @@ class WorkersBench:
                             t.server,
                             {
                                 **t.script_args,
-                                "uuids": str(work / f"uuids-{WORKERS[t.name]}w-{scenario.uuid_set}.txt"),
+                                "uuids": str(files[t.name][scenario.uuid_set]),
                             },
                         )
                         for t in targets
