@@ -21,6 +21,7 @@ import pytest
 import sqlalchemy as sa
 import uvicorn
 
+from adslot.api.protocol import AdslotHttpProtocol
 from adslot.app import AdslotApp
 from adslot.auth.keys import LIVE_PREFIX, TEST_PREFIX
 from adslot.auth.repository import create_key
@@ -138,6 +139,7 @@ class LiveServer:
             lifespan="on",
             log_level="warning",
             loop="asyncio",
+            http=AdslotHttpProtocol,
             access_log=False,
         )
         self.server = uvicorn.Server(config)

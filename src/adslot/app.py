@@ -29,6 +29,15 @@ class AdslotApp:
                 (env.config.mount_path, fast_lane(env, litestar) if settings.fast_lane else litestar)
             )
 
+    def lanes(self) -> list[tuple[str, Environment]]:
+        """(mount path, environment), longest mount first, for the HTTP protocol's hot lane
+        (api/protocol.py); none when the fast lane is switched off (ADSLOT_FAST_LANE)."""
+        if not self.settings.fast_lane:
+            return []
+        return sorted(
+            ((env.config.mount_path, env) for env in self.environments.values()), key=lambda m: -len(m[0])
+        )
+
     async def start(self) -> None:
         for env in self.environments.values():
             await env.start()

@@ -142,6 +142,8 @@ def serve(host: str | None, port: int | None, workers: int, log_level: str) -> N
     """Migrate both environments, seed the sandbox, print how to reach them and serve."""
     import uvicorn
 
+    from adslot.api.protocol import AdslotHttpProtocol
+
     if host:
         os.environ["ADSLOT_HOST"] = host
     if port is not None:
@@ -166,7 +168,7 @@ def serve(host: str | None, port: int | None, workers: int, log_level: str) -> N
         "host": settings.host,
         "port": settings.port,
         "loop": "uvloop" if sys.platform != "win32" else "asyncio",
-        "http": "httptools",
+        "http": AdslotHttpProtocol,
         "log_level": log_level,
         "access_log": False,
         "timeout_graceful_shutdown": 10,

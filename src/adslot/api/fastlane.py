@@ -7,7 +7,8 @@ Litestar, whose handlers call the same functions and describe these paths in the
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -22,6 +23,7 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+Handler = Callable[[], Coroutine[Any, Any, Reply]]
 
 AD_REQUEST_PATHS = frozenset({"/api/v1/ad/request", "/ad/request"})
 CALLBACK_PATHS = frozenset({"/api/v1/ad/callback/", "/api/v1/ad/callback"})
@@ -31,7 +33,11 @@ VAST_PREFIX = "/api/v1/ad/vast/"
 
 def _query(scope: Scope) -> dict[str, str]:
     """The query's first value per name, as parse_qsl(keep_blank_values=True) reads it."""
-    raw: bytes = scope["query_string"]
+    return read_query(scope["query_string"])
+
+
+def read_query(raw: bytes) -> dict[str, str]:
+    """A raw query string's first value per name, as parse_qsl(keep_blank_values=True) reads it."""
     out: dict[str, str] = {}
     if b"%" in raw or b"+" in raw or not raw.isascii():
         for name, value in parse_qsl(raw.decode("latin-1"), keep_blank_values=True, encoding="latin-1"):
@@ -86,12 +92,43 @@ def _tail(content_type: str | None, headers: list[tuple[str, str]]) -> list[tupl
     return tail
 
 
-async def _send(send: Send, reply: Reply, head: bool) -> None:
+def response_headers(reply: Reply) -> list[tuple[bytes, bytes]]:
+    """The encoded headers of an answer: both lanes send exactly these."""
     tail = _tail(reply.content_type, reply.headers)
     # RFC 9110 8.6: a 204 carries no Content-Length.
-    headers = [*tail] if reply.status == 204 else [(b"content-length", b"%d" % len(reply.body)), *tail]
-    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    return [*tail] if reply.status == 204 else [(b"content-length", b"%d" % len(reply.body)), *tail]
+
+
+async def _send(send: Send, reply: Reply, head: bool) -> None:
+    await send({"type": "http.response.start", "status": reply.status, "headers": response_headers(reply)})
     await send({"type": "http.response.body", "body": b"" if head else reply.body})
+
+
+def bodiless_route(env: Environment, method: str, path: str, query: bytes) -> Handler | None:
+    """The handler of a hot GET or HEAD (a pixel, the inline VAST), or None: what both lanes serve
+    without a body. `path` is relative to the environment's mount."""
+    if path in CALLBACK_PATHS:
+        params = read_query(query)
+        return partial(
+            handle_event,
+            env,
+            event="impression",
+            ad_request_uuid=params.get("ad_request_uuid"),
+            layer=params.get("layer"),
+        )
+    if path in TRACKING_PATHS:
+        params = read_query(query)
+        return partial(
+            handle_event,
+            env,
+            event=params.get("event"),
+            ad_request_uuid=params.get("ad_request_uuid"),
+            layer=params.get("layer"),
+            events=QUARTILE_EVENTS,
+        )
+    if method == "GET" and path.startswith(VAST_PREFIX) and "/" not in path[len(VAST_PREFIX) :]:
+        return partial(handle_inline_vast, env, path[len(VAST_PREFIX) :])
+    return None
 
 
 def fast_lane(env: Environment, fallback: ASGIApp) -> ASGIApp:
@@ -118,25 +155,9 @@ def fast_lane(env: Environment, fallback: ASGIApp) -> ASGIApp:
                     body=body,
                 )
             elif method in ("GET", "HEAD"):
-                if path in CALLBACK_PATHS:
-                    query = _query(scope)
-                    reply = await handle_event(
-                        env,
-                        event="impression",
-                        ad_request_uuid=query.get("ad_request_uuid"),
-                        layer=query.get("layer"),
-                    )
-                elif path in TRACKING_PATHS:
-                    query = _query(scope)
-                    reply = await handle_event(
-                        env,
-                        event=query.get("event"),
-                        ad_request_uuid=query.get("ad_request_uuid"),
-                        layer=query.get("layer"),
-                        events=QUARTILE_EVENTS,
-                    )
-                elif method == "GET" and path.startswith(VAST_PREFIX) and "/" not in path[len(VAST_PREFIX) :]:
-                    reply = await handle_inline_vast(env, path[len(VAST_PREFIX) :])
+                handler = bodiless_route(env, method, path, scope["query_string"])
+                if handler is not None:
+                    reply = await handler()
         except Exception as exc:
             # As Litestar answers for the same paths: the error envelope, logged; never a bare text/plain 500.
             reply = failure_reply(exc, method, path, NO_STORE)
