@@ -97,7 +97,8 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         _loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
-        usable = not config.root_path and self.limit_concurrency is None and not self.access_log
+        access_log = config.access_log and self.access_log  # the lane writes no access log line
+        usable = not config.root_path and self.limit_concurrency is None and not access_log
         self._lanes = _app_lanes(self.app) if usable else []
         self._handler: Handler | None = None
         """The hot handler of the request being read, from its headers until its message is complete."""
