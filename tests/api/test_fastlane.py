@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adslot.api.fastlane import Receive, Scope, Send, _query, fast_lane
+from adslot.api.fastlane import Receive, Scope, Send, fast_lane, read_query
 from adslot.environment import Environment
 from tests.conftest import LiveServer, free_port, make_settings
 
@@ -41,7 +41,7 @@ def test_the_fast_query_reader_reads_what_parse_qsl_reads(pairs: list[tuple[str,
         expected: dict[str, str] = {}
         for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True, encoding="latin-1"):
             expected.setdefault(name, value.encode("latin-1").decode("utf-8", "replace"))
-        assert _query({"query_string": query}) == expected
+        assert read_query(query) == expected
 
 
 def answer_of_an_unstarted_environment(

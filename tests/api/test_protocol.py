@@ -17,8 +17,8 @@ import pytest
 
 from adslot.api.fastlane import ASGIApp, Receive, Scope, Send
 from adslot.storage.failures import LedgerUnavailable
-from tests.conftest import LiveServer
-from tests.contract.support import issue
+from tests.conftest import PROD_VENUE, LiveServer, play_time
+from tests.contract.support import AD_REQUEST, issue
 
 Answer = tuple[int, dict[str, str], bytes]
 
@@ -43,6 +43,13 @@ def _connection(live: LiveServer) -> Iterator[tuple[socket.socket, Any]]:
 def _get(path: str, *extra: str, method: str = "GET", version: str = "1.1") -> bytes:
     lines = [f"{method} {path} HTTP/{version}", "Host: 127.0.0.1", *extra, "", ""]
     return "\r\n".join(lines).encode("latin-1")
+
+
+def _post(path: str, body: str, *extra: str) -> bytes:
+    encoded = body.encode()
+    length = f"Content-Length: {len(encoded)}"
+    head = _get(path, "Content-Type: application/json", length, *extra, method="POST")
+    return head + encoded
 
 
 def _exchange(live: LiveServer, *requests: bytes, heads: tuple[bool, ...] = ()) -> list[Answer]:
@@ -84,7 +91,10 @@ def test_pixels_and_the_inline_vast_are_answered_by_the_lane_and_everything_else
 ) -> None:
     ad = issue(http, live)["ad_request_uuid"]
     sandbox = issue(http, live, env="sandbox")["ad_request_uuid"]
+    body = json.dumps({"venue_id": PROD_VENUE, "play_time": play_time()})
+    post = _post(AD_REQUEST, body, f"Ssp-Key: {live.keys.production}")  # type: ignore[union-attr]
     requests = [
+        (post, False),
         (_get(_pixel(ad)), False),
         (_get(_pixel(ad, "start"), method="HEAD"), True),
         (_get(f"/api/v1/ad/vast/{ad}"), False),
@@ -98,7 +108,8 @@ def test_pixels_and_the_inline_vast_are_answered_by_the_lane_and_everything_else
             sock.sendall(request)
             answers.append(_read_answer(stream, head))
     statuses = [status for status, _, _ in answers]
-    assert statuses == [200, 200, 200, 200, 418, 418]
+    assert statuses == [200, 200, 200, 200, 200, 418, 418]
+    assert "vast_tag" in json.loads(answers.pop(0)[2])["data"]
     assert json.loads(answers[0][2])["data"]["result"] == "counted"
     assert answers[1][2] == b"" and int(answers[1][1]["content-length"]) > 0
     assert answers[2][2].startswith(b"<?xml") and ad.encode() in answers[2][2]
@@ -210,3 +221,23 @@ def test_a_ledger_that_cannot_write_is_answered_503_with_retry_after_in_the_lane
     [(status, headers, body)] = _exchange(live, _get(_pixel(ad)))
     assert status == 503 and headers["retry-after"] == "1"
     assert json.loads(body)["error"]["code"] == "storage_unavailable"
+
+
+def test_ad_requests_in_the_lane_answer_413_past_the_body_limit_and_keep_the_connection_in_step(
+    live: LiveServer,
+) -> None:
+    key = f"Ssp-Key: {live.keys.production}"  # type: ignore[union-attr]
+    limit = live.settings.max_body_bytes
+    fits = json.dumps({"venue_id": PROD_VENUE, "play_time": play_time()})
+    too_large = json.dumps({"venue_id": PROD_VENUE, "play_time": play_time(), "pad": "x" * limit})
+    xml = _post(AD_REQUEST + "?format=xml", fits, key)
+    answers = _exchange(live, _post(AD_REQUEST, too_large, key), xml, _post("/ad/request", fits, key))
+    assert [status for status, _, _ in answers] == [413, 200, 200]
+    assert json.loads(answers[0][2])["error"] == {
+        "code": "payload_too_large",
+        "message": f"the body may be at most {limit} bytes",
+        "field": "body",
+    }
+    assert answers[1][1]["content-type"].startswith("application/xml")
+    assert "x-ad-request-uuid" in answers[1][1]
+    assert "vast_tag" in json.loads(answers[2][2])["data"]

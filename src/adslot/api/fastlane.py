@@ -7,7 +7,7 @@ Litestar, whose handlers call the same functions and describe these paths in the
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, MutableMapping, Sequence
 from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl
@@ -31,11 +31,6 @@ TRACKING_PATHS = frozenset({"/api/v1/ad/tracking/video/", "/api/v1/ad/tracking/v
 VAST_PREFIX = "/api/v1/ad/vast/"
 
 
-def _query(scope: Scope) -> dict[str, str]:
-    """The query's first value per name, as parse_qsl(keep_blank_values=True) reads it."""
-    return read_query(scope["query_string"])
-
-
 def read_query(raw: bytes) -> dict[str, str]:
     """A raw query string's first value per name, as parse_qsl(keep_blank_values=True) reads it."""
     out: dict[str, str] = {}
@@ -51,8 +46,8 @@ def read_query(raw: bytes) -> dict[str, str]:
     return out
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope["headers"]:
+def _header(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> str | None:
+    for key, value in headers:
         if key == name:
             return str(value.decode("latin-1"))
     return None
@@ -131,6 +126,20 @@ def bodiless_route(env: Environment, method: str, path: str, query: bytes) -> Ha
     return None
 
 
+def ad_request_route(
+    env: Environment, query: bytes, headers: Sequence[tuple[bytes, bytes]], body: bytes
+) -> Handler:
+    """The ad request's handler for a POST to one of AD_REQUEST_PATHS, as both lanes call it."""
+    return partial(
+        handle_ad_request,
+        env,
+        key=_header(headers, b"ssp-key"),
+        fmt=read_query(query).get("format"),
+        content_type=_header(headers, b"content-type"),
+        body=body,
+    )
+
+
 def fast_lane(env: Environment, fallback: ASGIApp) -> ASGIApp:
     limit = env.settings.max_body_bytes
 
@@ -145,15 +154,8 @@ def fast_lane(env: Environment, fallback: ASGIApp) -> ASGIApp:
         try:
             reply: Reply | None = None
             if method == "POST" and path in AD_REQUEST_PATHS:
-                query = _query(scope)
                 body = await _read_body(receive, limit)
-                reply = await handle_ad_request(
-                    env,
-                    key=_header(scope, b"ssp-key"),
-                    fmt=query.get("format"),
-                    content_type=_header(scope, b"content-type"),
-                    body=body,
-                )
+                reply = await ad_request_route(env, scope["query_string"], scope["headers"], body)()
             elif method in ("GET", "HEAD"):
                 handler = bodiless_route(env, method, path, scope["query_string"])
                 if handler is not None:

@@ -1,4 +1,4 @@
-"""uvicorn's HTTP protocol with a hot lane: pixels and the inline VAST answered below ASGI.
+"""uvicorn's HTTP protocol with a hot lane: ad requests, pixels and the inline VAST answered below ASGI.
 
 A pixel is most of an ad server's traffic, and its own work is tiny: parse a query, hand one fire to the
 ledger's group commit, encode a small JSON answer. Through ASGI, uvicorn wraps each request in a scope
@@ -7,12 +7,14 @@ checks one by one, and two socket writes. Measured on 2 cores with wrk -c64, a b
 `on_message_complete` served 2.3x the requests a second of the same answer through uvicorn's ASGI path
 (bench/README.md), so that machinery, not adslot's handler, was most of a pixel's CPU in the worker.
 
-This protocol serves the exact bodiless hot paths (GET and HEAD of the impression and tracking pixels, GET of
-the inline VAST; `fastlane.bodiless_route`, which the ASGI fast lane uses too, so both run the same handler)
-as soon as a request's message is complete: one task for the handler, one write of status line, headers and
-body. Anything else, and any request it is not sure of (a percent-escaped or absolute URL, `Expect`, a
-connection with a request already in flight, access logging or a concurrency limit switched on), goes the
-ordinary way through ASGI to the fast lane and Litestar, which answer the same paths identically.
+This protocol serves the exact hot paths (POST of the ad request, GET and HEAD of the impression and tracking
+pixels, GET of the inline VAST; `fastlane.ad_request_route` and `fastlane.bodiless_route`, which the ASGI fast
+lane uses too, so both run the same handler) as soon as a request's message is complete: one task for the
+handler, one write of status line, headers and body. An ad request's body is kept up to one byte past
+ADSLOT_MAX_BODY_BYTES (enough to answer 413), the rest read and dropped. Anything else, and any request
+it is not sure of (a percent-escaped or absolute URL, `Expect`, a connection with a request already in
+flight, access logging or a concurrency limit switched on), goes the ordinary way through ASGI to the fast
+lane and Litestar, which answer the same paths identically.
 
 HTTP/1.1 semantics stay uvicorn's: while a hot answer is pending, a stand-in cycle makes pipelined requests
 queue behind it (answers leave in request order), keep-alive and `Connection: close` are honoured, and a
@@ -30,7 +32,13 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from adslot.api.fastlane import Handler, bodiless_route, response_headers
+from adslot.api.fastlane import (
+    AD_REQUEST_PATHS,
+    Handler,
+    ad_request_route,
+    bodiless_route,
+    response_headers,
+)
 from adslot.api.reply import NO_STORE, Reply, failure_reply
 from adslot.environment import Environment
 
@@ -57,6 +65,14 @@ class _Answering:
         self.disconnected = False
         self.more_body = True
         self.body = b""
+
+
+async def _read_body() -> Reply:
+    raise AssertionError("a placeholder: on_message_complete routes the ad request once its body is read")
+
+
+_READ_BODY: Handler = _read_body
+"""What an ad request's headers route to: its handler is made once its body has been read."""
 
 
 def _app_lanes(app: Any) -> list[tuple[bytes, Environment]]:
@@ -102,7 +118,11 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         self._lanes = _app_lanes(self.app) if usable else []
         self._handler: Handler | None = None
         """The hot handler of the request being read, from its headers until its message is complete."""
-        self._head = False
+        self._method = "GET"
+        self._post: tuple[Environment, bytes] | None = None
+        """An ad request being read: its environment and query, until its body is complete."""
+        self._body: list[bytes] = []
+        self._body_size = 0
 
     def on_headers_complete(self) -> None:
         if self._lanes and (self.cycle is None or self.cycle.response_complete) and not self.pipeline:
@@ -118,7 +138,7 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         if self.expect_100_continue or self.parser.should_upgrade():
             return None
         method = self.parser.get_method()
-        if method != b"GET" and method != b"HEAD":
+        if method != b"GET" and method != b"HEAD" and method != b"POST":
             return None
         url = self.url
         if url[:1] != b"/" or b"%" in url or b"#" in url or not url.isascii():
@@ -127,13 +147,24 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         for mount, env in self._lanes:
             if not mount or raw_path.startswith(mount + b"/"):
                 path = raw_path[len(mount) :].decode("ascii")
-                self._head = method == b"HEAD"
-                return bodiless_route(env, method.decode("ascii"), path, query)
+                self._method = method.decode("ascii")
+                if method != b"POST":
+                    return bodiless_route(env, self._method, path, query)
+                if path not in AD_REQUEST_PATHS:
+                    return None
+                self._post = (env, query)
+                self._body = []
+                self._body_size = 0
+                return _READ_BODY
         return None
 
     def on_body(self, body: bytes) -> None:
         if self._handler is None:
             super().on_body(body)
+        elif self._post is not None and self._body_size <= self._post[0].settings.max_body_bytes:
+            # Kept up to one byte past the limit: enough for the handler to answer 413; the rest is dropped.
+            self._body.append(body)
+            self._body_size += len(body)
         # A hot GET's body means nothing to it, as to the ASGI lane: read and dropped.
 
     def on_message_complete(self) -> None:
@@ -141,15 +172,19 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         if handler is None:
             return super().on_message_complete()
         self._handler = None
+        if self._post is not None:
+            (env, query), self._post = self._post, None
+            handler = ad_request_route(env, query, self.headers, b"".join(self._body))
+            self._body = []
         answering: _Answering = self.cycle  # type: ignore[assignment]
-        head = self._head
+        method = self._method
         url = self.url
         task: asyncio.Task[Reply] = self.loop.create_task(handler())
         self.tasks.add(task)  # type: ignore[arg-type]  # uvicorn types its set for ASGI tasks
         task.add_done_callback(self.tasks.discard)
-        task.add_done_callback(lambda done: self._answer(answering, head, url, done))
+        task.add_done_callback(lambda done: self._answer(answering, method, url, done))
 
-    def _answer(self, answering: _Answering, head: bool, url: bytes, done: asyncio.Task[Reply]) -> None:
+    def _answer(self, answering: _Answering, method: str, url: bytes, done: asyncio.Task[Reply]) -> None:
         answering.response_complete = True
         if done.cancelled():  # the graceful shutdown timed out: nothing to answer, close as uvicorn does
             self.transport.close()
@@ -159,7 +194,7 @@ class AdslotHttpProtocol(HttpToolsProtocol):
             reply = done.result()
         elif isinstance(exc, Exception):
             # As the ASGI lane answers: the error envelope (a 503 when the storage cannot serve), logged.
-            reply = failure_reply(exc, "HEAD" if head else "GET", url.decode("ascii"), NO_STORE)
+            reply = failure_reply(exc, method, url.decode("ascii"), NO_STORE)
         else:  # SystemExit, KeyboardInterrupt: the process is going; nothing to answer with
             self.transport.close()
             return
@@ -167,6 +202,7 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         if transport.is_closing():
             return  # the player went away; what it fired is stored, and its retry is a duplicate
         keep_alive = answering.keep_alive
+        head = method == "HEAD"
         transport.write(encode_response(reply, head, self.server_state.default_headers, keep_alive))
         if not keep_alive:
             transport.close()
