@@ -84,9 +84,11 @@ WORKER_BUCKETS: list[Rule] = [
         lambda f: (
             any(m in f for m in ("adslot/api/", "adslot/ids.py", "bench/bare_app.py"))
             and "fastlane.py" not in f
+            and "api/protocol.py" not in f
         ),
     ),
     ("fast lane: dispatch, query parsing, ASGI send", lambda f: "fastlane.py" in f or "urllib/parse" in f),
+    ("protocol lane: routing, task, answer encoding", lambda f: "api/protocol.py" in f),
 ]
 WRITER_BUCKETS: list[Rule] = [
     ("COMMIT (WAL write + fsync)", lambda f: f"sqlite_store.py:{_line_of(COMMIT)})" in f),
@@ -118,6 +120,8 @@ def _bucket(stack: list[str], rules: list[Rule], *, worker: bool) -> str:
     leaf = stack[-1]
     if worker and "httptools_impl.py" in leaf and "RequestResponseCycle.send" in leaf:
         return "uvicorn: socket writes (headers, body)"
+    if worker and "protocol.py" in leaf and "_answer" in leaf:
+        return "protocol lane: the answer's one socket write"
     for frame in reversed(stack):
         for name, matches in rules:
             if matches(frame):
