@@ -13,8 +13,8 @@ lane uses too, so both run the same handler) as soon as a request's message is c
 handler, one write of status line, headers and body. An ad request's body is kept up to one byte past
 ADSLOT_MAX_BODY_BYTES (enough to answer 413), the rest read and dropped. Anything else, and any request
 it is not sure of (a percent-escaped or absolute URL, `Expect`, a connection with a request already in
-flight, access logging or a concurrency limit switched on), goes the ordinary way through ASGI to the fast
-lane and Litestar, which answer the same paths identically.
+flight or whose client is not reading its answers, access logging or a concurrency limit switched on),
+goes the ordinary way through ASGI to the fast lane and Litestar, which answer the same paths identically.
 
 HTTP/1.1 semantics stay uvicorn's: while a hot answer is pending, a stand-in cycle makes pipelined requests
 queue behind it (answers leave in request order), keep-alive and `Connection: close` are honoured, and a
@@ -125,7 +125,10 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         self._body_size = 0
 
     def on_headers_complete(self) -> None:
-        if self._lanes and (self.cycle is None or self.cycle.response_complete) and not self.pipeline:
+        idle = (self.cycle is None or self.cycle.response_complete) and not self.pipeline
+        # A client that does not read its answers pauses writing: then uvicorn's cycle, which waits for the
+        # drain, answers, so that answers never pile up in the transport's buffer.
+        if self._lanes and idle and not self.flow.write_paused:
             handler = self._hot_handler()
             if handler is not None:
                 self._handler = handler
