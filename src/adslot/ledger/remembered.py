@@ -73,7 +73,7 @@ def _row(state: Current, fires: int) -> _Row:
     times = state.times
     return (
         state.expires_at,
-        _NO_TIMES if times is _UNFIRED else tuple(times.get(c) for c in TIME_COLUMNS),
+        _NO_TIMES if times is _UNFIRED else tuple(map(times.get, TIME_COLUMNS)),
         state.account_id,
         state.claims,
         state.settle_reason,

@@ -162,16 +162,16 @@ def _read_current(conn: sqlite3.Connection, batch: Batch, memory: Remembered) ->
 
 
 def _first_fires(conn: sqlite3.Connection, batch: Batch, keys: list[FireKey]) -> set[FireKey]:
-    """Offer `keys` to pop_fires: the ones it did not hold yet."""
+    """Offer `keys` to pop_fires: the ones it did not hold yet (the offered key tuples themselves, so the
+    resolver's lookups of them compare by identity, not by UUID equality)."""
     fresh: set[FireKey] = set()
     times = batch.first_fire_times(keys)
     for i in range(0, len(keys), CHUNK):
         chunk = keys[i : i + CHUNK]
-        params = [
-            v for key, at in zip(chunk, times[i : i + CHUNK], strict=True) for v in (key[0].hex, *key[1:], at)
-        ]
+        offered = {(key[0].hex, key[1], key[2]): key for key in chunk}
+        params = [v for row, at in zip(offered, times[i : i + CHUNK], strict=True) for v in (*row, at)]
         rows = conn.execute(FIRST_FIRES.format(values=", ".join(["(?, ?, ?, ?)"] * len(chunk))), params)
-        fresh.update((uuid_from_int(int(r[0], 16)), r[1], r[2]) for r in rows)
+        fresh.update(offered[row] for row in rows)
     return fresh
 
 

@@ -107,17 +107,18 @@ def answer_of(row: Sequence[Any] | None, seq: int) -> bytes | None:
     return bytes(row[1]) if row is not None and row[0] == seq else None
 
 
+_ACCOUNT = 1 + len(TIME_COLUMNS)
+"""Where account_id sits in a STATE_COLUMNS row without its id: expires_at, the event times, then it."""
+
+
 def current_of(row: Sequence[object]) -> Current:
     """A STATE_COLUMNS row (without its id) as the resolver's view of it."""
-    expires_at, *rest = row
-    times = dict(zip(TIME_COLUMNS, rest[: len(TIME_COLUMNS)], strict=True))
-    account_id, claims, settle_reason = rest[len(TIME_COLUMNS) :]
     return Current(
-        int(expires_at),  # type: ignore[call-overload]
-        times,  # type: ignore[arg-type]
-        int(account_id),  # type: ignore[call-overload]
-        claims,  # type: ignore[arg-type]
-        settle_reason,  # type: ignore[arg-type]
+        int(row[0]),  # type: ignore[call-overload]
+        dict(zip(TIME_COLUMNS, row[1:_ACCOUNT], strict=True)),  # type: ignore[arg-type]
+        int(row[_ACCOUNT]),  # type: ignore[call-overload]
+        row[_ACCOUNT + 1],  # type: ignore[arg-type]
+        row[_ACCOUNT + 2],  # type: ignore[arg-type]
     )
 
 
