@@ -88,6 +88,20 @@ UPDATE_FIRES = (
     + " WHERE id = ?"
 )
 """The same UPDATE without the settlement columns, for the rows only fires changed (most of them)."""
+_UPDATES: dict[tuple[str, ...], str] = {}
+
+
+def _update_times(columns: tuple[str, ...]) -> str:
+    """UPDATE_FIRES narrowed to the event columns a group of rows sets, for rows with no repeat or late fire
+    (nearly every first fire): one column's COALESCE instead of six and the two counters (~2 µs less per
+    row, measured). The few combinations a batch can have are built once each."""
+    sql = _UPDATES.get(columns)
+    if sql is None:
+        chosen = ", ".join(f"{c} = COALESCE(ad_requests.{c}, ?)" for c in columns)
+        sql = _UPDATES[columns] = f"UPDATE ad_requests SET {chosen} WHERE id = ?"
+    return sql
+
+
 UPDATE_COUNTERS = "UPDATE ad_requests SET " + COUNTER_SET.format(dups="?", late="?") + " WHERE id = ?"
 """Only the two counters, for the rows only repeated or late fires changed (every retry of a player)."""
 STATE = f"SELECT {', '.join(STATE_COLUMNS)} FROM ad_requests WHERE id IN ({{marks}})"
@@ -196,19 +210,23 @@ def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> list[F
     changes = batch.row_changes()
     if changes:
         repeated: list[tuple[object, ...]] = []
-        fired: list[tuple[object, ...]] = []
+        fired: dict[tuple[str, ...], list[tuple[object, ...]]] = {}
         settled: list[tuple[object, ...]] = []
         for ident, change in changes:
             if change.settle_reason is not None:
                 settled.append((*change_values(change), ident.hex))
             elif change.set_times:
-                fired.append((*change_values(change, settlement=False), ident.hex))
+                times = change.set_times
+                if change.duplicates or change.late:
+                    fired.setdefault((), []).append((*change_values(change, settlement=False), ident.hex))
+                else:
+                    fired.setdefault(tuple(times), []).append((*times.values(), ident.hex))
             else:
                 repeated.append((change.duplicates, change.late, ident.hex))
         if repeated:
             conn.executemany(UPDATE_COUNTERS, repeated)
-        if fired:
-            conn.executemany(UPDATE_FIRES, fired)
+        for columns, group in fired.items():
+            conn.executemany(_update_times(columns) if columns else UPDATE_FIRES, group)
         if settled:
             conn.executemany(UPDATE, settled)
     stats = batch.stats()
