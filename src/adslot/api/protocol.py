@@ -25,7 +25,6 @@ is written). The default headers (`date`, `server`) are uvicorn's own.
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any
 
 from uvicorn.config import Config
@@ -41,8 +40,6 @@ from adslot.api.fastlane import (
 )
 from adslot.api.reply import NO_STORE, Reply, failure_reply
 from adslot.environment import Environment
-
-log = logging.getLogger("adslot.api")
 
 
 class _NoEvent:
@@ -196,8 +193,9 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         if exc is None:
             reply = done.result()
         elif isinstance(exc, Exception):
-            # As the ASGI lane answers: the error envelope (a 503 when the storage cannot serve), logged.
-            reply = failure_reply(exc, method, url.decode("ascii"), NO_STORE)
+            # As the ASGI lane answers: the error envelope (a 503 when the storage cannot serve), logged with
+            # the path only (a query's uuid is a capability).
+            reply = failure_reply(exc, method, url.partition(b"?")[0].decode("ascii"), NO_STORE)
         else:  # SystemExit, KeyboardInterrupt: the process is going; nothing to answer with
             self.transport.close()
             return
