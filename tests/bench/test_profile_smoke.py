@@ -24,7 +24,8 @@ def test_profile_prints_a_microsecond_budget_for_the_worker_and_its_ledger_write
         assert title in stdout
     totals = [float(t) for t in re.findall(r"\| \*\*total\*\* \| \*\*([\d.]+)\*\* \|", stdout)]
     assert len(totals) == 2 and all(t > 0 for t in totals), stdout
-    assert "uvicorn: socket writes" in stdout
+    # `adslot serve` answers pixels from its HTTP protocol's lane: their socket writes are sampled there.
+    assert "protocol lane: the answer's one socket write" in stdout
     cpu = re.findall(
         r"\| (uvicorn worker|ledger writer|wrk, the load generator) \| ([\d.]+) \| ([\d.]+) \|", stdout
     )
