@@ -22,8 +22,11 @@ class AdslotApp:
         self.settings = settings
         self._freeze_heap = freeze_heap
         self.environments = {env.name: Environment(settings, env, seed=seed) for env in settings.environments}
+        # Longest mount first, so /sandbox is matched before production's "": the ASGI mounts and the
+        # HTTP protocol's hot lane both walk this one order.
+        self._by_mount = sorted(self.environments.values(), key=lambda e: -len(e.config.mount_path))
         self._mounts: list[tuple[str, ASGIApp]] = []
-        for env in sorted(self.environments.values(), key=lambda e: -len(e.config.mount_path)):
+        for env in self._by_mount:
             litestar: ASGIApp = build_litestar(env)  # type: ignore[assignment]
             self._mounts.append(
                 (env.config.mount_path, fast_lane(env, litestar) if settings.fast_lane else litestar)
@@ -34,9 +37,7 @@ class AdslotApp:
         (api/protocol.py); none when the fast lane is switched off (ADSLOT_FAST_LANE)."""
         if not self.settings.fast_lane:
             return []
-        return sorted(
-            ((env.config.mount_path, env) for env in self.environments.values()), key=lambda m: -len(m[0])
-        )
+        return [(env.config.mount_path, env) for env in self._by_mount]
 
     async def start(self) -> None:
         for env in self.environments.values():
