@@ -24,12 +24,14 @@ from collections.abc import Iterator
 
 import asyncpg
 
-from adslot.ledger.records import COLUMNS, SETTLE_GRACE_SECONDS
+from adslot.ledger.records import COLUMNS, FIRE_BITS, SETTLE_GRACE_SECONDS
 from adslot.settings import EnvironmentSettings
 from adslot.storage.database import asyncpg_dsn, is_sqlite, sqlite_path
 
 EVENTS = ("impression", "start", "firstQuartile", "midpoint", "thirdQuartile", "complete")
-FIRE_COLUMNS = ("ad_request_id", "event", "layer", "at")
+ALL_WRAPPER_FIRES = sum(FIRE_BITS[event, "wrapper"] for event in EVENTS)
+"""The fired bits of an ad request whose player fired every event once, on the wrapper's URLs."""
+LOAD_COLUMNS = (*COLUMNS, "fired")
 
 
 def _uuid7_at(ms: int, rng: random.Random) -> uuid.UUID:
@@ -40,8 +42,8 @@ def _uuid7_at(ms: int, rng: random.Random) -> uuid.UUID:
 
 def generate(
     count: int, *, account_id: int, campaign_id: int, creative_id: int, seed: int = 7
-) -> Iterator[tuple[tuple[object, ...], list[tuple[object, ...]]]]:
-    """(ad request row in COLUMNS order, its pop_fires rows) for `count` ad requests in the past week."""
+) -> Iterator[tuple[object, ...]]:
+    """Ad request rows in LOAD_COLUMNS order (fired bits last) for `count` ad requests in the past week."""
     rng = random.Random(seed)
     now = int(time.time())
     start = now - 7 * 86400
@@ -70,34 +72,28 @@ def generate(
             None,  # claims: holds no reservations
             expires + SETTLE_GRACE_SECONDS,  # settled_at
             "played" if played else "expired",  # settle_reason
+            ALL_WRAPPER_FIRES if played else 0,  # fired
         )
-        assert len(row) == len(COLUMNS)
-        fires: list[tuple[object, ...]] = [
-            (ident, event, "wrapper", t) for event, t in zip(EVENTS, times, strict=True) if t is not None
-        ]
-        yield row, fires
+        assert len(row) == len(LOAD_COLUMNS)
+        yield row
 
 
 def load_sqlite(path: str, count: int, batch: int = 100_000, **ids: int) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=OFF")
-    insert = f"INSERT INTO ad_requests ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
-    fire = f"INSERT INTO pop_fires ({', '.join(FIRE_COLUMNS)}) VALUES (?, ?, ?, ?)"
+    marks = ", ".join("?" * len(LOAD_COLUMNS))
+    insert = f"INSERT INTO ad_requests ({', '.join(LOAD_COLUMNS)}) VALUES ({marks})"
     rows: list[tuple[object, ...]] = []
-    fires: list[tuple[object, ...]] = []
 
     def flush() -> None:
         conn.execute("BEGIN")
         conn.executemany(insert, rows)
-        conn.executemany(fire, fires)
         conn.execute("COMMIT")
         rows.clear()
-        fires.clear()
 
-    for row, row_fires in generate(count, **ids):
+    for row in generate(count, **ids):
         rows.append((row[0].hex, *row[1:]))  # type: ignore[attr-defined]
-        fires.extend((f[0].hex, *f[1:]) for f in row_fires)  # type: ignore[attr-defined]
         if len(rows) >= batch:
             flush()
     if rows:
@@ -110,18 +106,14 @@ async def load_postgres(dsn: str, schema: str | None, count: int, batch: int = 2
     conn = await asyncpg.connect(dsn, server_settings={"search_path": schema} if schema else {})
     try:
         rows: list[tuple[object, ...]] = []
-        fires: list[tuple[object, ...]] = []
-        for row, row_fires in generate(count, **ids):
+        for row in generate(count, **ids):
             rows.append(row)
-            fires.extend(row_fires)
             if len(rows) >= batch:
-                await conn.copy_records_to_table("ad_requests", records=rows, columns=list(COLUMNS))
-                await conn.copy_records_to_table("pop_fires", records=fires, columns=list(FIRE_COLUMNS))
-                rows, fires = [], []
+                await conn.copy_records_to_table("ad_requests", records=rows, columns=list(LOAD_COLUMNS))
+                rows = []
         if rows:
-            await conn.copy_records_to_table("ad_requests", records=rows, columns=list(COLUMNS))
-            await conn.copy_records_to_table("pop_fires", records=fires, columns=list(FIRE_COLUMNS))
-        await conn.execute("ANALYZE ad_requests; ANALYZE pop_fires")
+            await conn.copy_records_to_table("ad_requests", records=rows, columns=list(LOAD_COLUMNS))
+        await conn.execute("ANALYZE ad_requests")
     finally:
         await conn.close()
 

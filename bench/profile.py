@@ -98,13 +98,12 @@ WRITER_BUCKETS: list[Rule] = [
     ),
     ("asyncpg: statements out, rows in (PostgreSQL)", lambda f: "asyncpg/" in f),
     ("reads: state of the named ad requests", lambda f: "_read_current" in f or "current_of" in f),
-    ("INSERT first fires into pop_fires", lambda f: "_first_fires" in f),
     (
         "Proof-of-Play rules and batch plan (resolve.py, store.py)",
         lambda f: "resolve.py" in f or "/store.py" in f,
     ),
     (
-        "writes: UPDATE/INSERT ad_requests, counters, stats",
+        "writes: UPDATE/INSERT ad_requests (fired bits too), counters, stats",
         lambda f: ("sqlite_store.py" in f or "postgres_store.py" in f) and "_apply " in f,
     ),
     (

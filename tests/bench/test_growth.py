@@ -16,11 +16,11 @@ import pytest
 import sqlalchemy as sa
 
 from adslot.environment import prepare_database
-from adslot.ledger.records import COLUMNS, SETTLE_GRACE_SECONDS, AdRequest
+from adslot.ledger.records import COLUMNS, FIRE_BITS, SETTLE_GRACE_SECONDS, AdRequest
 from adslot.ledger.stores import store_for
 from adslot.settings import EnvironmentSettings
 from adslot.storage.database import make_engine
-from adslot.storage.tables import ad_requests, delivery_counters, pop_fires, request_stats
+from adslot.storage.tables import ad_requests, delivery_counters, request_stats
 from bench import growth
 from tests.conftest import BACKENDS, drop_schemas, free_port, make_settings
 
@@ -51,14 +51,16 @@ async def read_back(env: EnvironmentSettings, ad_request_id: uuid.UUID) -> AdReq
 
 
 def test_generated_rows_have_every_column() -> None:
-    for row, fires in growth.generate(200, **IDS):
-        assert len(row) == len(COLUMNS)
-        values = dict(zip(COLUMNS, row, strict=True))
+    for row in growth.generate(200, **IDS):
+        assert len(row) == len(growth.LOAD_COLUMNS)
+        values = dict(zip(growth.LOAD_COLUMNS, row, strict=True))
         assert values["impressions"] == 1.0 and values["claims"] is None
         assert values["settled_at"] == values["expires_at"] + SETTLE_GRACE_SECONDS  # type: ignore[operator]
         played = values["impression_at"] is not None
         assert values["settle_reason"] == ("played" if played else "expired")
-        assert len(fires) == (6 if played else 0)
+        wrapper_bits = [FIRE_BITS[event, "wrapper"] for event in growth.EVENTS]
+        assert values["fired"] == (sum(wrapper_bits) if played else 0)
+        assert bin(sum(wrapper_bits)).count("1") == 6  # one bit per event, none shared
 
 
 def test_load_fills_a_settled_ledger_the_store_reads(env: EnvironmentSettings) -> None:
@@ -83,22 +85,10 @@ def test_load_fills_a_settled_ledger_the_store_reads(env: EnvironmentSettings) -
             reasons: dict[str, int] = {reason: n for reason, n in conn.execute(by_reason)}
             assert set(reasons) == {"played", "expired"} and reasons["played"] > reasons["expired"] > 0
 
-            fires = conn.scalar(sa.select(sa.func.count()).select_from(pop_fires))
-            assert fires == 6 * reasons["played"]
-            played_without_fires = (
-                sa.select(sa.func.count())
-                .select_from(ad_requests)
-                .where(t.settle_reason == "played")
-                .where(~sa.exists().where(pop_fires.c.ad_request_id == t.id))
-            )
-            assert conn.scalar(played_without_fires) == 0
-            expired_with_fires = (
-                sa.select(sa.func.count())
-                .select_from(pop_fires)
-                .join(ad_requests, pop_fires.c.ad_request_id == t.id)
-                .where(t.settle_reason == "expired")
-            )
-            assert conn.scalar(expired_with_fires) == 0
+            played_with_every_fire = sa.and_(t.settle_reason == "played", t.fired == growth.ALL_WRAPPER_FIRES)
+            assert conn.scalar(sa.select(sa.func.count()).where(played_with_every_fire)) == reasons["played"]
+            expired_with_fires = sa.and_(t.settle_reason == "expired", t.fired != 0)
+            assert conn.scalar(sa.select(sa.func.count()).where(expired_with_fires)) == 0
             # They hold no reservations and feed no fill-rate counts: the loader writes neither table.
             assert conn.scalar(sa.select(sa.func.count()).select_from(delivery_counters)) == 0
             assert conn.scalar(sa.select(sa.func.count()).select_from(request_stats)) == 0

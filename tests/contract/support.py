@@ -12,7 +12,7 @@ import httpx
 import sqlalchemy as sa
 
 from adslot.auth.keys import hash_key
-from adslot.storage.tables import accounts, ad_requests, api_keys, pop_fires
+from adslot.storage.tables import accounts, ad_requests, api_keys
 from tests.conftest import PROD_VENUE, LiveServer, play_time
 
 AD_REQUEST = "/api/v1/ad/request"
@@ -134,15 +134,15 @@ def stored_row(engine: sa.Engine, ad_request_id: uuid.UUID) -> dict[str, Any] | 
         return {str(k): v for k, v in row.items()} if row else None
 
 
+def stored_fires(conn: sa.Connection, *where: sa.ColumnElement[bool]) -> int:
+    """How many (event, layer) fires the matching ad requests hold: the set bits of their `fired` columns."""
+    bits = conn.execute(sa.select(ad_requests.c.fired).where(ad_requests.c.fired != 0, *where)).scalars()
+    return sum(bin(fired).count("1") for fired in bits)
+
+
 def fires_of(engine: sa.Engine, ad_request_id: uuid.UUID) -> int:
     with engine.connect() as conn:
-        return int(
-            conn.execute(
-                sa.select(sa.func.count())
-                .select_from(pop_fires)
-                .where(pop_fires.c.ad_request_id == ad_request_id)
-            ).scalar_one()
-        )
+        return stored_fires(conn, ad_requests.c.id == ad_request_id)
 
 
 def account_id_of_key(engine: sa.Engine, key: str) -> int:

@@ -19,7 +19,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from adslot.storage.tables import ad_requests, pop_fires
+from adslot.storage.tables import ad_requests
 from tests.conftest import PROD_VENUE, LiveServer
 from tests.contract.support import (
     AD_REQUEST,
@@ -29,6 +29,7 @@ from tests.contract.support import (
     base_of,
     issue,
     key_of,
+    stored_fires,
 )
 
 CALLBACK = "/api/v1/ad/callback/"
@@ -612,19 +613,15 @@ class Ledgers:
         return {env: self._read(env) for env in self.engines}
 
     def _read(self, env: str) -> tuple[tuple[int, int], dict[str, Any] | None, int]:
-        """(ad_requests rows, pop_fires rows), the target's stored row, the target's fires; one connection."""
+        """(ad_requests rows, stored fires), the target's stored row, the target's fires; one connection."""
         target = uuid.UUID(self.targets[env])
         with self.engines[env].connect() as conn:
-            rows = tuple(
-                int(conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one())
-                for table in (ad_requests, pop_fires)
-            )
+            count = int(conn.execute(sa.select(sa.func.count()).select_from(ad_requests)).scalar_one())
             row = conn.execute(sa.select(ad_requests).where(ad_requests.c.id == target)).mappings().first()
-            fires = conn.execute(
-                sa.select(sa.func.count()).select_from(pop_fires).where(pop_fires.c.ad_request_id == target)
-            ).scalar_one()
+            fires = stored_fires(conn, ad_requests.c.id == target)
+            every_fire = stored_fires(conn)
         stored = {str(k): v for k, v in row.items()} if row else None
-        return (rows[0], rows[1]), stored, int(fires)
+        return (count, every_fire), stored, fires
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from adslot.ledger.records import AdRequest, Fire, Issue, NoFill, Operation, Rel
 from adslot.ledger.store import LedgerStore
 from adslot.settings import EnvironmentSettings
 from adslot.storage.database import sqlite_path
-from adslot.storage.tables import ad_requests, delivery_counters, ledger_answers, pop_fires, request_stats
+from adslot.storage.tables import ad_requests, delivery_counters, ledger_answers, request_stats
 
 T = TypeVar("T")
 PLAY = 1_800_000_000
@@ -74,7 +74,7 @@ class LedgerDatabase:
 
     def clear(self) -> None:
         with self.engine.begin() as conn:
-            for table in (ad_requests, pop_fires, delivery_counters, request_stats, ledger_answers):
+            for table in (ad_requests, delivery_counters, request_stats, ledger_answers):
                 conn.execute(sa.delete(table))
 
     def run(self, scenario: Callable[[LedgerStore], Awaitable[T]]) -> T:

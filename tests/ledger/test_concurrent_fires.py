@@ -8,8 +8,9 @@ import uuid as uuid_module
 import httpx
 import sqlalchemy as sa
 
+from adslot.ledger.records import FIRE_BITS
 from adslot.storage.database import make_engine
-from adslot.storage.tables import pop_fires
+from adslot.storage.tables import ad_requests
 from tests.conftest import PROD_VENUE, LiveServer, play_time
 
 
@@ -44,12 +45,12 @@ def test_fifty_simultaneous_identical_impressions_count_exactly_one(live: LiveSe
     assert record["data"]["duplicate_count"] == 49
     engine = make_engine(live.settings.environment("production"))
     with engine.connect() as conn:
-        fires = conn.execute(
-            sa.select(sa.func.count())
-            .select_from(pop_fires)
-            .where(pop_fires.c.ad_request_id == uuid_module.UUID(uuid), pop_fires.c.event == "impression")
+        fired = conn.execute(
+            sa.select(ad_requests.c.fired).where(ad_requests.c.id == uuid_module.UUID(uuid))
         ).scalar_one()
-    assert fires == 1
+    impression_bits = FIRE_BITS["impression", "wrapper"] | FIRE_BITS["impression", "inline"]
+    assert fired == FIRE_BITS["impression", "wrapper"], "one impression fire stored, from the wrapper's URL"
+    assert fired & impression_bits == FIRE_BITS["impression", "wrapper"]
     engine.dispose()
 
 

@@ -17,8 +17,8 @@ B = uuid.UUID(int=2)
 EMPTY = dict.fromkeys(TIME_COLUMNS)
 
 
-def state(**times: int) -> Current:
-    return Current(1000, EMPTY | times, 5, None, None)
+def state(fired: int = 0, **times: int) -> Current:
+    return Current(1000, EMPTY | times, 5, None, None, fired)
 
 
 def test_a_change_sets_each_event_time_once_and_the_settlement_once() -> None:
@@ -32,6 +32,13 @@ def test_a_change_sets_each_event_time_once_and_the_settlement_once() -> None:
     assert after(settled, RowChange(settle_reason="expired")).settle_reason == "released"
 
 
+def test_a_change_adds_its_fired_bits_to_the_stored_ones() -> None:
+    before = state(fired=0b01)
+    new = after(before, RowChange(fired=0b10))
+    assert new.fired == 0b11 and new.times is before.times, "an echo sets a bit and no time"
+    assert after(new, RowChange(fired=0b01)).fired == 0b11
+
+
 def test_a_change_of_counters_only_leaves_the_state_as_it_was() -> None:
     before = state(impression_at=10)
     assert after(before, RowChange(duplicates=3, late=1)) is before
@@ -41,42 +48,32 @@ def test_a_change_of_counters_only_leaves_the_state_as_it_was() -> None:
 def test_an_issued_ad_request_is_remembered_unfired_and_unsettled() -> None:
     made = record()
     new = issued(made, '{"k":1}')
-    assert new == Current(made.expires_at, EMPTY, made.account_id, '{"k":1}', None)
+    assert new == Current(made.expires_at, EMPTY, made.account_id, '{"k":1}', None, 0)
 
 
 def test_committed_states_are_found_and_the_rest_must_be_read() -> None:
     memory = Remembered()
     memory.check(1)
-    memory.commit({A: state()}, {A: RowChange(set_times={"impression_at": 7})}, [], [])
+    memory.commit({A: state()}, {A: RowChange(set_times={"impression_at": 7}, fired=1)}, [])
     found, missing = memory.states([A, B])
-    assert found == {A: state(impression_at=7)} and missing == [B]
-
-
-def test_fires_offered_in_a_committed_batch_are_not_offered_again_but_the_other_layers_are() -> None:
-    memory = Remembered()
-    memory.check(1)
-    memory.commit({A: state()}, {}, [(A, "impression", "wrapper")], [])
-    keys = [(A, "impression", "wrapper"), (A, "impression", "inline"), (B, "impression", "wrapper")]
-    assert memory.unstored(keys) == [(A, "impression", "inline"), (B, "impression", "wrapper")]
-    memory.commit({A: state(impression_at=7)}, {}, [(A, "start", "wrapper")], [])
-    assert memory.unstored([(A, "impression", "wrapper"), (A, "start", "wrapper")]) == []
+    assert found == {A: state(impression_at=7, fired=1)} and missing == [B]
 
 
 def test_another_writers_commit_makes_it_forget_everything() -> None:
     memory = Remembered()
     memory.check(1)
-    memory.commit({A: state()}, {}, [(A, "impression", "wrapper")], [(B, state())])
+    memory.commit({A: state()}, {A: RowChange(fired=1)}, [(B, state())])
     memory.check(1)
     assert len(memory) == 2
     memory.check(2)
     assert len(memory) == 0
-    assert memory.unstored([(A, "impression", "wrapper")]) == [(A, "impression", "wrapper")]
+    assert memory.states([A, B]) == ({}, [A, B])
 
 
 def test_a_failed_batch_makes_it_forget_everything_even_at_the_same_version() -> None:
     memory = Remembered()
     memory.check(1)
-    memory.commit({A: state()}, {}, [], [])
+    memory.commit({A: state()}, {}, [])
     memory.forget()
     memory.check(1)
     assert memory.states([A]) == ({}, [A])
@@ -86,18 +83,11 @@ def test_beyond_its_limit_the_rows_written_longest_ago_are_forgotten_first() -> 
     memory = Remembered(limit=2)
     memory.check(1)
     ids = [uuid.UUID(int=n) for n in range(1, 4)]
-    memory.commit({}, {}, [], [(ids[0], state()), (ids[1], state())])
-    memory.commit({ids[0]: state()}, {}, [], [])  # written again: now the newest
-    memory.commit({}, {}, [], [(ids[2], state())])
+    memory.commit({}, {}, [(ids[0], state()), (ids[1], state())])
+    memory.commit({ids[0]: state()}, {}, [])  # written again: now the newest
+    memory.commit({}, {}, [(ids[2], state())])
     found, missing = memory.states(ids)
     assert set(found) == {ids[0], ids[2]} and missing == [ids[1]]
-
-
-def test_fires_known_without_a_state_are_not_offered_yet_their_state_must_still_be_read() -> None:
-    memory = Remembered()
-    memory.stored([(A, "start", "wrapper")])
-    assert memory.unstored([(A, "start", "wrapper"), (A, "start", "inline")]) == [(A, "start", "inline")]
-    assert memory.states([A]) == ({}, [A])
 
 
 def test_unfired_states_share_one_read_only_mapping_of_times() -> None:
@@ -115,11 +105,9 @@ def test_what_it_remembers_leaves_the_garbage_collectors_sight_after_two_collect
     memory = Remembered()
     memory.check(1)
     made = [record() for _ in range(50)]
-    memory.commit({}, {}, [], [(r.id, issued(r, '{"k":1}')) for r in made])
+    memory.commit({}, {}, [(r.id, issued(r, '{"k":1}')) for r in made])
     fired = {r.id: state() for r in made[:10]}
-    memory.commit(
-        fired, {i: RowChange(set_times={"start_at": 4}) for i in fired}, [(made[0].id, "start", "inline")], []
-    )
+    memory.commit(fired, {i: RowChange(set_times={"start_at": 4}, fired=4) for i in fired}, [])
     gc.collect()
     gc.collect()
     rows = memory._rows
@@ -130,10 +118,11 @@ def test_what_it_remembers_leaves_the_garbage_collectors_sight_after_two_collect
 def test_a_repeat_keeps_the_remembered_row_and_makes_it_the_newest() -> None:
     memory = Remembered(limit=2)
     memory.check(1)
-    memory.commit({}, {}, [(A, "start", "wrapper")], [(A, state(start_at=4)), (B, state())])
+    memory.commit({}, {}, [(A, state(start_at=4, fired=4)), (B, state())])
     found, _ = memory.states([A])
-    memory.commit(found, {A: RowChange(duplicates=1)}, [], [])  # a repeat: only a counter moved
-    memory.commit({}, {}, [], [(uuid.UUID(int=3), state())])  # B, now the oldest, is forgotten
+    row = memory._rows[A.int]
+    memory.commit(found, {A: RowChange(duplicates=1)}, [])  # a repeat: only a counter moved
+    assert memory._rows[A.int] is row
+    memory.commit({}, {}, [(uuid.UUID(int=3), state())])  # B, now the oldest, is forgotten
     found, missing = memory.states([A, B])
-    assert found == {A: state(start_at=4)} and missing == [B]
-    assert memory.unstored([(A, "start", "wrapper")]) == []
+    assert found == {A: state(start_at=4, fired=4)} and missing == [B]

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import uuid
 
-from adslot.ledger.records import Fire, Release
+from adslot.ledger.records import FIRE_BITS, Fire, Release
 from adslot.ledger.resolve import (
     Current,
     RowChange,
-    candidates,
     counter_moves,
-    first_fire_times,
     resolve,
     resolve_releases,
     resolve_settles,
@@ -32,77 +30,77 @@ EMPTY = {
 }
 
 
-def current(expires_at: int = 1000, **times: int) -> Current:
-    return Current(expires_at, EMPTY | times)
+def current(expires_at: int = 1000, fired: int = 0, **times: int) -> Current:
+    return Current(expires_at, EMPTY | times, fired=fired)
 
 
-def outcomes(
-    fires: list[Fire], state: dict[uuid.UUID, Current], fresh: set[tuple[uuid.UUID, str, str]]
-) -> list[str]:
-    return [v.outcome for v in resolve(fires, state, fresh)[0]]
+def bit(event: str, layer: str = "wrapper") -> int:
+    return FIRE_BITS[event, layer]
 
 
-def test_first_fire_counts_and_its_repeat_in_the_same_batch_is_a_duplicate() -> None:
+def outcomes(fires: list[Fire], state: dict[uuid.UUID, Current]) -> list[str]:
+    return [v.outcome for v in resolve(fires, state)[0]]
+
+
+def test_every_event_and_layer_has_its_own_bit() -> None:
+    assert len(FIRE_BITS) == 12 and sorted(FIRE_BITS.values()) == [1 << n for n in range(12)]
+    assert bit("impression") == 1 and bit("impression", "inline") == 2 and bit("complete", "inline") == 2048
+
+
+def test_first_fire_counts_sets_its_bit_and_its_repeat_in_the_same_batch_is_a_duplicate() -> None:
     fires = [Fire(A, "impression", "wrapper", 10), Fire(A, "impression", "wrapper", 11)]
-    verdicts, changes = resolve(fires, {A: current()}, {(A, "impression", "wrapper")})
+    verdicts, changes = resolve(fires, {A: current()})
     assert [v.outcome for v in verdicts] == ["counted", "duplicate"]
     assert changes[A].set_times == {"impression_at": 10} and changes[A].duplicates == 1
+    assert changes[A].fired == bit("impression")
 
 
-def test_a_fire_already_stored_is_a_duplicate() -> None:
-    assert outcomes([Fire(A, "start", "wrapper", 10)], {A: current(start_at=5)}, set()) == ["duplicate"]
+def test_a_fire_whose_bit_is_stored_is_a_duplicate() -> None:
+    assert outcomes([Fire(A, "start", "wrapper", 10)], {A: current(start_at=5, fired=bit("start"))}) == [
+        "duplicate"
+    ]
 
 
 def test_the_other_layers_first_fire_is_an_echo_not_a_count() -> None:
     fires = [Fire(A, "complete", "wrapper", 10), Fire(A, "complete", "inline", 10)]
-    fresh = {(A, "complete", "wrapper"), (A, "complete", "inline")}
-    assert outcomes(fires, {A: current()}, fresh) == ["counted", "echo"]
-    assert outcomes(
-        [Fire(A, "complete", "inline", 12)], {A: current(complete_at=10)}, {(A, "complete", "inline")}
-    ) == ["echo"]
+    assert outcomes(fires, {A: current()}) == ["counted", "echo"]
+    stored = current(complete_at=10, fired=bit("complete"))
+    assert outcomes([Fire(A, "complete", "inline", 12)], {A: stored}) == ["echo"]
 
 
-def test_only_changes_that_alter_the_row_are_written_and_echoes_alone_are_not() -> None:
+def test_an_echo_writes_only_its_bit_and_a_repeat_only_its_counter() -> None:
     fires = [
         Fire(A, "complete", "inline", 12),  # echo: the wrapper's fire already set complete_at
         Fire(B, "start", "wrapper", 12),  # duplicate
     ]
-    state = {A: current(complete_at=10), B: current(start_at=5)}
-    verdicts, changes = resolve(fires, state, {(A, "complete", "inline")})
+    state = {A: current(complete_at=10, fired=bit("complete")), B: current(start_at=5, fired=bit("start"))}
+    verdicts, changes = resolve(fires, state)
     assert [v.outcome for v in verdicts] == ["echo", "duplicate"]
-    assert not changes[A].writes and changes[B].writes
+    assert changes[A].fired == bit("complete", "inline") and changes[A].set_times == {}
+    assert changes[B].fired == 0 and changes[B].duplicates == 1
     batch = Batch.of(fires)
     batch.current = state
-    batch.resolve({(A, "complete", "inline")}, [])
-    assert [ident for ident, _ in batch.row_changes()] == [B]
+    batch.resolve([])
+    assert [ident for ident, _ in batch.row_changes()] == [A, B]
+    assert not RowChange().writes
     assert RowChange(set_times={"start_at": 1}).writes and RowChange(late=1).writes
+    assert RowChange(fired=4).writes
     settled = RowChange()
     settled.settle(5, "expired")
     assert settled.writes
 
 
-def test_fires_after_expiry_are_late_and_never_counted_and_unknown_ids_are_unknown() -> None:
+def test_fires_after_expiry_are_late_never_counted_nor_stored_and_unknown_ids_are_unknown() -> None:
     fires = [Fire(A, "impression", "wrapper", 1001), Fire(B, "impression", "wrapper", 5)]
-    verdicts, changes = resolve(fires, {A: current(expires_at=1000)}, set())
+    verdicts, changes = resolve(fires, {A: current(expires_at=1000)})
     assert [(v.outcome, v.expires_at) for v in verdicts] == [("late", 1000), ("unknown", None)]
     assert changes[A].late == 1 and changes[A].set_times == {} and B not in changes
+    assert changes[A].fired == 0
 
 
 def test_a_fire_at_the_expiry_second_still_counts() -> None:
     fire = Fire(A, "midpoint", "wrapper", 1000)
-    assert outcomes([fire], {A: current(expires_at=1000)}, {(A, "midpoint", "wrapper")}) == ["counted"]
-
-
-def test_candidates_are_known_timely_and_unique_with_their_first_time() -> None:
-    fires = [
-        Fire(A, "start", "wrapper", 7),
-        Fire(A, "start", "wrapper", 9),
-        Fire(B, "start", "wrapper", 7),
-        Fire(A, "complete", "wrapper", 2000),
-    ]
-    keys = candidates(fires, {A: current(expires_at=1000)})
-    assert keys == [(A, "start", "wrapper")]
-    assert first_fire_times(fires, keys) == [7]
+    assert outcomes([fire], {A: current(expires_at=1000)}) == ["counted"]
 
 
 # --- released ad requests, early releases and the expiry settle ------------------------------------------
@@ -111,32 +109,35 @@ CLAIMS = '[["c1:life:plays",1]]'
 
 
 def owned(
-    account_id: int = 5, claims: str | None = CLAIMS, settle_reason: str | None = None, **times: int
+    account_id: int = 5,
+    claims: str | None = CLAIMS,
+    settle_reason: str | None = None,
+    fired: int = 0,
+    **times: int,
 ) -> Current:
-    return Current(1000, EMPTY | times, account_id, claims, settle_reason)
+    return Current(1000, EMPTY | times, account_id, claims, settle_reason, fired)
 
 
 def test_a_fire_in_time_on_a_released_ad_request_is_released_kept_as_late_and_not_counted() -> None:
     fires = [Fire(A, "impression", "wrapper", 10), Fire(A, "complete", "inline", 11)]
     state = {A: owned(settle_reason="released")}
-    verdicts, changes = resolve(fires, state, {(A, "impression", "wrapper"), (A, "complete", "inline")})
+    verdicts, changes = resolve(fires, state)
     assert [(v.outcome, v.expires_at) for v in verdicts] == [("released", 1000), ("released", 1000)]
     assert changes[A].late == 2 and changes[A].set_times == {}
-    assert candidates(fires, state) == []  # never offered to pop_fires
+    assert changes[A].fired == 0  # never stored as fires
 
 
 def test_a_fire_after_expiry_on_a_released_ad_request_is_late_as_any_other() -> None:
-    assert outcomes(
-        [Fire(A, "impression", "wrapper", 1001)], {A: owned(settle_reason="released")}, set()
-    ) == ["late"]
+    assert outcomes([Fire(A, "impression", "wrapper", 1001)], {A: owned(settle_reason="released")}) == [
+        "late"
+    ]
 
 
 def test_fires_on_ad_requests_settled_as_expired_or_played_follow_the_usual_rules() -> None:
     fire = Fire(A, "impression", "wrapper", 999)
-    assert outcomes([fire], {A: owned(settle_reason="expired")}, {(A, "impression", "wrapper")}) == [
-        "counted"
-    ]
-    assert outcomes([fire], {A: owned(settle_reason="played", impression_at=5)}, set()) == ["duplicate"]
+    assert outcomes([fire], {A: owned(settle_reason="expired")}) == ["counted"]
+    played = owned(settle_reason="played", impression_at=5, fired=bit("impression"))
+    assert outcomes([fire], {A: played}) == ["duplicate"]
 
 
 def release_outcomes(
@@ -171,7 +172,7 @@ def test_a_played_ad_request_cannot_be_released() -> None:
 
 def test_a_release_behind_an_impression_counted_in_the_same_batch_is_played() -> None:
     state = {A: owned()}
-    _, changes = resolve([Fire(A, "impression", "wrapper", 10)], state, {(A, "impression", "wrapper")})
+    _, changes = resolve([Fire(A, "impression", "wrapper", 10)], state)
     result, changes = release_outcomes([Release(A, 5, 11)], state, changes)
     assert result == ["played"] and changes[A].settle_reason is None
 

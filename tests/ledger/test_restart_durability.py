@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from adslot.api.proof_of_play import record_view
-from adslot.ledger.records import AdRequest
+from adslot.ledger.records import COLUMNS, FIRE_BITS, AdRequest
 from adslot.settings import Settings
 from adslot.storage.database import as_dict, make_engine
 from adslot.storage.tables import ad_requests
@@ -46,13 +46,20 @@ def check_consistent(records: dict[str, dict[str, Any]], acked: Acked) -> None:
 
 
 def records_in_database(settings: Settings) -> dict[str, dict[str, Any]]:
-    """Read what is on disk after the last kill, as the record API would show it."""
+    """Read what is on disk after the last kill, as the record API would show it; each stored impression
+    time must come with its stored fire's bit, and no bit without the time (one UPDATE writes both)."""
     engine = make_engine(settings.environment("production"))
     with engine.connect() as conn:
         rows = conn.execute(sa.select(ad_requests)).mappings().all()
     engine.dispose()
     now = int(time.time())
-    return {str(row["id"]): record_view(AdRequest(**as_dict(row)), now) for row in rows}
+    impression = FIRE_BITS["impression", "wrapper"] | FIRE_BITS["impression", "inline"]
+    for row in rows:
+        assert (row["impression_at"] is not None) == bool(row["fired"] & impression), dict(row)
+    return {
+        str(row["id"]): record_view(AdRequest(**{c: v for c, v in as_dict(row).items() if c in COLUMNS}), now)
+        for row in rows
+    }
 
 
 def test_acknowledged_requests_and_impressions_survive_sigkill_and_restart(

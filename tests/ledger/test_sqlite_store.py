@@ -38,7 +38,7 @@ def outcomes(store: SqliteLedgerStore, *ops: Fire | Issue | Release) -> list[str
     return [v.outcome for v in store.apply_blocking(list(ops))]
 
 
-def test_a_players_repeats_read_no_state_and_offer_nothing_to_pop_fires_yet_are_counted_as_duplicates(
+def test_a_players_repeats_read_no_state_and_write_only_their_counters_yet_are_counted_as_duplicates(
     store: SqliteLedgerStore, database: Path
 ) -> None:
     made = record()
@@ -51,13 +51,29 @@ def test_a_players_repeats_read_no_state_and_offer_nothing_to_pop_fires_yet_are_
     writer.set_trace_callback(seen.append)
     assert outcomes(store, fire, fire) == ["duplicate", "duplicate"]
     writer.set_trace_callback(None)
-    assert not [s for s in seen if s.startswith("SELECT") or "pop_fires" in s], seen
-    assert [s.split(" SET ")[0] for s in seen if s.startswith("UPDATE")] == ["UPDATE ad_requests"]
+    assert not [s for s in seen if s.startswith(("SELECT", "INSERT"))], seen
+    (update,) = [s for s in seen if s.startswith("UPDATE")]
+    assert update.startswith("UPDATE ad_requests SET duplicate_count") and "fired" not in update, update
     stored = asyncio.run(store.get(made.id))
     assert stored is not None and stored.impression_at == PLAY and stored.duplicate_count == 2
 
 
-def test_the_other_layers_first_fire_is_still_offered_and_is_an_echo(store: SqliteLedgerStore) -> None:
+def test_a_first_fire_on_a_remembered_ad_request_is_one_update_of_its_row(store: SqliteLedgerStore) -> None:
+    """No second table: the fire's bit and the event's time are set by the one UPDATE of the row."""
+    made = record()
+    assert outcomes(store, Issue(made)) == ["issued"]
+    seen: list[str] = []
+    writer = store._writer
+    assert isinstance(writer, sqlite3.Connection)
+    writer.set_trace_callback(seen.append)
+    assert outcomes(store, Fire(made.id, "impression", "wrapper", PLAY)) == ["counted"]
+    writer.set_trace_callback(None)
+    writes = [s for s in seen if s.startswith(("SELECT", "INSERT", "UPDATE", "DELETE"))]
+    assert len(writes) == 1 and writes[0].startswith("UPDATE ad_requests SET impression_at"), writes
+    assert "fired = ad_requests.fired | 1 " in writes[0], writes[0]
+
+
+def test_the_other_layers_first_fire_is_an_echo_and_its_repeat_a_duplicate(store: SqliteLedgerStore) -> None:
     made = record()
     assert outcomes(store, Issue(made)) == ["issued"]
     assert outcomes(store, Fire(made.id, "complete", "wrapper", PLAY)) == ["counted"]

@@ -1,11 +1,11 @@
 """The ledger on PostgreSQL through asyncpg: a small pool, one transaction and a few statements per batch.
 
 Whatever the batch size, a batch costs at most: one locking read of the ad requests its fires and releases
-name (in id order), one locking read of expired ones to settle (SKIP LOCKED: it never waits, so it cannot
-deadlock, and two workers' sweeps take disjoint rows), one INSERT of candidate first fires, one INSERT of
-missing counter rows and one locking read of the counters (both in key order), and one write per table.
-Locks are always taken ad requests first, then counters, then request_stats, each in a fixed order, so
-concurrent workers wait for each other but never deadlock; the rules run in between, in the shared Batch.
+name (in id order, fired bits included), one locking read of expired ones to settle (SKIP LOCKED: it never
+waits, so it cannot deadlock, and two workers' sweeps take disjoint rows), one INSERT of missing counter rows
+and one locking read of the counters (both in key order), and one write per table. Locks are always taken
+ad requests first, then counters, then request_stats, each in a fixed order, so concurrent workers wait for
+each other but never deadlock; the rules run in between, in the shared Batch.
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ from adslot.ledger.records import (
     Receipt,
     Verdict,
 )
-from adslot.ledger.remembered import Remembered
-from adslot.ledger.resolve import FireKey
 from adslot.ledger.store import (
     ANSWER,
     ANSWER_COLUMNS,
@@ -35,6 +33,7 @@ from adslot.ledger.store import (
     COUNTER_COLUMNS,
     COUNTER_SET,
     DUE_WHERE,
+    FIRED_SET,
     INSERT_COLUMNS,
     PRUNE_ANSWERS,
     PRUNE_WHERE,
@@ -59,6 +58,7 @@ _TYPES = {
     **dict.fromkeys(("venue_id", "screen_id", "claims", "settle_reason"), "text"),
     **dict.fromkeys(("play_time", "created_at", "expires_at", *TIME_COLUMNS, "settled_at"), "bigint"),
     "id": "uuid",
+    "fired": "int",
     "impressions": "float8",
 }
 """The array type of each ad_requests column that a batch sends through unnest()."""
@@ -77,21 +77,18 @@ LOCK_DUE = (
     + DUE_WHERE.format(before="$1", limit="$2")
     + " FOR UPDATE SKIP LOCKED"
 )
-FIRST_FIRES = (
-    "INSERT INTO pop_fires (ad_request_id, event, layer, at) "
-    "SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[]) "
-    "ON CONFLICT DO NOTHING RETURNING ad_request_id, event, layer"
-)
 _N = len(SET_ONCE_COLUMNS)
 UPDATE = (
     "UPDATE ad_requests SET "
     + COALESCE_SET.format(**{c: f"c.{c}" for c in SET_ONCE_COLUMNS})
     + ", "
     + COUNTER_SET.format(dups="c.dups", late="c.late")
+    + ", "
+    + FIRED_SET.format(fired="c.fired")
     + " FROM unnest("
     + ", ".join(f"${i + 1}::{_TYPES[c]}[]" for i, c in enumerate(SET_ONCE_COLUMNS))
-    + f", ${_N + 1}::int[], ${_N + 2}::int[], ${_N + 3}::uuid[]) "
-    + f"AS c({', '.join(SET_ONCE_COLUMNS)}, dups, late, id) "
+    + f", ${_N + 1}::int[], ${_N + 2}::int[], ${_N + 3}::int[], ${_N + 4}::uuid[]) "
+    + f"AS c({', '.join(SET_ONCE_COLUMNS)}, dups, late, fired, id) "
     "WHERE ad_requests.id = c.id"
 )
 ADD_COUNTERS = (
@@ -152,22 +149,10 @@ async def _read_current(conn: asyncpg.Connection, batch: Batch) -> list[uuid.UUI
     return found
 
 
-async def _first_fires(conn: asyncpg.Connection, batch: Batch, keys: list[FireKey]) -> set[FireKey]:
-    """Offer `keys` to pop_fires: the ones it did not hold yet."""
-    rows = await conn.fetch(FIRST_FIRES, *_columns(keys, 3), batch.first_fire_times(keys))
-    return {(r[0], r[1], r[2]) for r in rows}
-
-
-async def _apply(conn: asyncpg.Connection, batch: Batch, memory: Remembered) -> list[FireKey]:
-    """The batch plan's I/O, inside the caller's transaction; returns the fires it offered to pop_fires.
-
-    Of what this store remembers it trusts only the fires: another node may change an ad request's state
-    (so every state is read and locked), but a fire stored in pop_fires is never removed, so a fire this
-    store saw stored is a repeat whoever else wrote since."""
-    due = await _read_current(conn, batch)
-    offered = memory.unstored(batch.fire_candidates()) if batch.fires else []
-    fresh = await _first_fires(conn, batch, offered) if offered else set()
-    batch.resolve(fresh, due)
+async def _apply(conn: asyncpg.Connection, batch: Batch) -> None:
+    """The batch plan's I/O, inside the caller's transaction. It remembers nothing between batches: another
+    node may change an ad request at any time, so every state (fired bits included) is read and locked."""
+    batch.resolve(await _read_current(conn, batch))
     keys = batch.counter_keys()
     if keys:
         # Rows first (so every key has a row to lock, and no two workers can both create one), then the
@@ -184,7 +169,7 @@ async def _apply(conn: asyncpg.Connection, batch: Batch, memory: Remembered) -> 
     changes = batch.row_changes()
     if changes:
         values = [change_values(c) for _, c in changes]
-        await conn.execute(UPDATE, *_columns(values, _N + 2), [ident for ident, _ in changes])
+        await conn.execute(UPDATE, *_columns(values, _N + 3), [ident for ident, _ in changes])
     stats = batch.stats()
     if stats:
         await conn.execute(STATS, *_columns(stats, 5))
@@ -192,7 +177,6 @@ async def _apply(conn: asyncpg.Connection, batch: Batch, memory: Remembered) -> 
     if prune is not None:
         await conn.execute(PRUNE, *prune)
         await conn.execute(PRUNE_OLD_ANSWERS, batch.answers_before())
-    return offered
 
 
 async def _save_answers(
@@ -222,8 +206,6 @@ class PostgresLedgerStore:
         self._schema = schema
         self._pool_size = pool_size
         self._pool: asyncpg.Pool | None = None
-        self._fires = Remembered()
-        """The fires it saw stored (see _apply); it remembers no state."""
 
     async def start(self) -> None:
         settings = {"search_path": self._schema} if self._schema else {}
@@ -268,8 +250,7 @@ class PostgresLedgerStore:
         assert self._pool is not None, "store not started"
         batch = Batch.of(operations)
         async with self._pool.acquire() as conn, conn.transaction():
-            offered = await _apply(conn, batch, self._fires)
+            await _apply(conn, batch)
             verdicts = batch.verdicts()
             answers = await _save_answers(conn, receipts, verdicts) if receipts else []
-        self._fires.stored(offered)
         return verdicts, answers

@@ -38,6 +38,17 @@ EVENT_COLUMNS: dict[str, str] = {
     "complete": "complete_at",
 }
 
+FIRE_BITS: Mapping[tuple[str, str], int] = MappingProxyType(
+    {
+        (event, layer): 1 << (2 * n + k)
+        for n, event in enumerate(EVENT_COLUMNS)
+        for k, layer in enumerate(("wrapper", "inline"))
+    }
+)
+"""The bit of the ad request's `fired` column that each (event, VAST layer) sets with its first fire: a repeat
+finds its bit set and is a duplicate; the first layer to fire an event also sets the event's time, the other
+layer's first fire is an echo. Stored values: never renumber (migration 0005 wrote them from pop_fires)."""
+
 
 @dataclass(frozen=True, slots=True)
 class AdRequest:

@@ -1,75 +1,73 @@
-"""What a ledger writer remembers of the rows it wrote itself: each ad request's state and stored fires.
+"""What a ledger writer remembers of the rows it wrote itself: each ad request's state, fired bits included.
 
-Every batch needs the state of the ad requests its fires name, and which of its fires pop_fires already
-holds. Nearly all of them are rows this same writer wrote moments before (the ad request it issued, the
-player's earlier fires and retries), so reading them back from the database on every batch is wasted work.
-A writer may trust its memory only while nobody else has written: the store checks a version that changes
-when any other connection commits (SQLite's data_version, read under the write lock) and forgets everything
-when it moved. Only what a committed batch wrote is remembered; a failed batch forgets everything.
+Every batch needs the state of the ad requests its fires name. Nearly all of them are rows this same writer
+wrote moments before (the ad request it issued, the player's earlier fires and retries), so reading them back
+from the database on every batch is wasted work. A writer may trust its memory only while nobody else has
+written: the store checks a version that changes when any other connection commits (SQLite's data_version,
+read under the write lock) and forgets everything when it moved. Only what a committed batch wrote is
+remembered; a failed batch forgets everything.
 
 Each ad request is kept as one tuple of plain values under its uuid's integer, so the garbage collector
 stops looking at it after its first pass: with dataclasses, sets and uuid objects, 100,000 remembered ad
 requests added ~35 ms to every full collection of the writer process, a stall every waiting request felt.
 
-Pure: no I/O; the store feeds it versions, the batch it committed and the fires it offered.
+Pure: no I/O; the store feeds it versions and the batch it committed.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import get_args
 
-from adslot.ledger.records import EVENT_COLUMNS, AdRequest, Layer
-from adslot.ledger.resolve import Current, FireKey, RowChange
+from adslot.ledger.records import AdRequest
+from adslot.ledger.resolve import Current, RowChange
 from adslot.ledger.store import TIME_COLUMNS
 
 LIMIT = 100_000
 """Ad requests remembered at most, the ones written longest ago forgotten first: minutes of a busy screen
 network's traffic (pixels follow their ad request within a play window). Each costs about 200 bytes
-(tracemalloc, its key and one stored fire included), about 100 more once an event has fired: 20-30 MB in all.
-An ad request no longer remembered is read from the database, as it would be without this memory."""
+(tracemalloc, its key included), about 100 more once an event has fired: 20-30 MB in all. An ad request no
+longer remembered is read from the database, as it would be without this memory."""
 
 _UNFIRED: Mapping[str, int | None] = MappingProxyType(dict.fromkeys(TIME_COLUMNS))
 """The times of every state with no event yet: one read-only mapping that they all share."""
-_BITS = {
-    (event, layer): 1 << (2 * n + k)
-    for n, event in enumerate(EVENT_COLUMNS)
-    for k, layer in enumerate(get_args(Layer))
-}
-"""One bit per (event, layer) a stored fire can have."""
 
 _Row = tuple[int, tuple[int | None, ...], int, str | None, str | None, int]
-"""(expires_at, event times in TIME_COLUMNS order, account_id, claims, settle_reason, bits of stored fires);
-expires_at -1: only the fires are known (a store that reads every state, PostgreSQL's)."""
-_NO_STATE: _Row = (-1, (), 0, None, None, 0)
+"""(expires_at, event times in TIME_COLUMNS order, account_id, claims, settle_reason, fired bits)."""
 
 
 def after(state: Current, change: RowChange | None) -> Current:
     """The state a committed change leaves: event times and the settlement are set once, as the UPDATE's
-    COALESCE sets them; the counters are not part of the state."""
-    if change is None or not (change.set_times or change.settle_reason):
+    COALESCE sets them, fired bits are added; the counters are not part of the state."""
+    if change is None or not (change.set_times or change.settle_reason or change.fired):
         return state
-    times = dict(state.times)
-    for column, at in change.set_times.items():
-        if times.get(column) is None:
-            times[column] = at
+    times = state.times
+    if change.set_times:
+        times = dict(times)
+        for column, at in change.set_times.items():
+            if times.get(column) is None:
+                times[column] = at
     return Current(
-        state.expires_at, times, state.account_id, state.claims, state.settle_reason or change.settle_reason
+        state.expires_at,
+        times,
+        state.account_id,
+        state.claims,
+        state.settle_reason or change.settle_reason,
+        state.fired | change.fired,
     )
 
 
 def issued(record: AdRequest, claims: str | None) -> Current:
-    """The state of an ad request as its INSERT stores it: no event time, not settled."""
-    return Current(record.expires_at, _UNFIRED, record.account_id, claims, None)
+    """The state of an ad request as its INSERT stores it: no event time, no fire, not settled."""
+    return Current(record.expires_at, _UNFIRED, record.account_id, claims, None, 0)
 
 
 _NO_TIMES: tuple[int | None, ...] = (None,) * len(TIME_COLUMNS)
 
 
-def _row(state: Current, fires: int) -> _Row:
+def _row(state: Current) -> _Row:
     times = state.times
     return (
         state.expires_at,
@@ -77,14 +75,14 @@ def _row(state: Current, fires: int) -> _Row:
         state.account_id,
         state.claims,
         state.settle_reason,
-        fires,
+        state.fired,
     )
 
 
 def _state(row: _Row) -> Current:
-    expires_at, times, account_id, claims, settle_reason, _ = row
+    expires_at, times, account_id, claims, settle_reason, fired = row
     mapping = _UNFIRED if times is _NO_TIMES else dict(zip(TIME_COLUMNS, times, strict=True))
-    return Current(expires_at, mapping, account_id, claims, settle_reason)
+    return Current(expires_at, mapping, account_id, claims, settle_reason, fired)
 
 
 class Remembered:
@@ -115,54 +113,32 @@ class Remembered:
         rows = self._rows
         for ident in ids:
             row = rows.get(ident.int)
-            if row is None or row[0] < 0:
+            if row is None:
                 missing.append(ident)
             else:
                 found[ident] = _state(row)
         return found, missing
 
-    def unstored(self, keys: Sequence[FireKey]) -> list[FireKey]:
-        """The fires among `keys` that pop_fires may not hold yet: the ones to offer it."""
-        rows = self._rows
-        out = []
-        for key in keys:
-            row = rows.get(key[0].int)
-            if row is None or not row[5] & _BITS.get((key[1], key[2]), 0):
-                out.append(key)
-        return out
-
     def commit(
         self,
         states: dict[uuid.UUID, Current],
         changes: dict[uuid.UUID, RowChange],
-        offered: Iterable[FireKey],
         admitted: Iterable[tuple[uuid.UUID, Current]],
     ) -> None:
-        """After a COMMIT: remember what it left. `offered` fires are all in pop_fires now (new or not).
+        """After a COMMIT: remember what it left.
 
         `states` are the batch's states as states() gave them (or the database, for the ids it did not
         remember), so a remembered one that no change altered is kept as it is."""
         rows = self._rows
         for ident, state in states.items():
             key = ident.int
-            old = rows.get(key)
             new = after(state, changes.get(ident))
             # A remembered state is what `state` was read from: unchanged (every repeat), its row stays.
-            if old is None or old[0] < 0 or new is not state:
-                rows[key] = _row(new, 0 if old is None else old[5])
+            if new is not state or key not in rows:
+                rows[key] = _row(new)
             rows.move_to_end(key)  # the newest written last
         for ident, state in admitted:
-            rows[ident.int] = _row(state, 0)
+            rows[ident.int] = _row(state)
             rows.move_to_end(ident.int)
-        self.stored(offered)
-
-    def stored(self, offered: Iterable[FireKey]) -> None:
-        """After a COMMIT: the `offered` fires are all in pop_fires now (new or not). pop_fires never drops
-        a row, so this stays true whoever writes next."""
-        rows = self._rows
-        for ident, event, layer in offered:
-            expires_at, times, account_id, claims, settle_reason, fires = rows.get(ident.int, _NO_STATE)
-            fires |= _BITS.get((event, layer), 0)
-            rows[ident.int] = (expires_at, times, account_id, claims, settle_reason, fires)
         while len(rows) > self._limit:
             rows.popitem(last=False)

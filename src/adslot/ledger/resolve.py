@@ -1,7 +1,7 @@
 """Pure Proof-of-Play rules: what each fire in a batch counts as, and the row changes that follow.
 
-The store gathers, under its write lock, the current state of the batch's ad requests and which
-(ad request, event, layer) fires are new to the database; this module decides the rest without I/O:
+The store gathers, under its write lock, the current state of the batch's ad requests, with the bits of
+the (event, layer) fires each has stored (records.FIRE_BITS); this module decides the rest without I/O:
 - unknown ad request: `unknown`; fired after its expiry: `late` (kept in late_count, never counted);
 - a repeat of a fire already stored, or earlier in the same batch: `duplicate` (kept in duplicate_count);
 - the first fire of an event from a layer: `counted` if the event had no time yet, else `echo` (the
@@ -19,13 +19,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from adslot.ledger.records import EVENT_COLUMNS, Fire, Outcome, Release, SettleReason, Verdict
-
-FireKey = tuple[uuid.UUID, str, str]
+from adslot.ledger.records import EVENT_COLUMNS, FIRE_BITS, Fire, Outcome, Release, SettleReason, Verdict
 
 
 class Current(NamedTuple):
-    """An ad request as stored before this batch: expiry, event times, owner, claims and settlement.
+    """An ad request as stored before this batch: expiry, event times, owner, claims, settlement and the bits
+    of its stored fires.
 
     A NamedTuple (immutable, as a frozen dataclass would be, at a third of its construction cost): the
     writer makes one for every ad request of every batch."""
@@ -35,6 +34,7 @@ class Current(NamedTuple):
     account_id: int = 0
     claims: str | None = None
     settle_reason: str | None = None
+    fired: int = 0
 
     @property
     def played(self) -> bool:
@@ -43,9 +43,11 @@ class Current(NamedTuple):
 
 @dataclass(slots=True)
 class RowChange:
-    """Per ad request: event columns to set (only where still NULL), counters to add, settlement to set."""
+    """Per ad request: event columns to set (only where still NULL), fire bits to set, counters to add,
+    settlement to set."""
 
     set_times: dict[str, int] = field(default_factory=dict)
+    fired: int = 0
     duplicates: int = 0
     late: int = 0
     settled_at: int | None = None
@@ -57,16 +59,14 @@ class RowChange:
 
     @property
     def writes(self) -> bool:
-        """False for a change of echoes only (the other layer's first fires): the row stays as it is."""
-        return bool(self.set_times or self.duplicates or self.late or self.settle_reason)
+        return bool(self.set_times or self.fired or self.duplicates or self.late or self.settle_reason)
 
 
 def resolve(
-    fires: Sequence[Fire], current: dict[uuid.UUID, Current], fresh: set[FireKey]
+    fires: Sequence[Fire], current: dict[uuid.UUID, Current]
 ) -> tuple[list[Verdict], dict[uuid.UUID, RowChange]]:
     verdicts: list[Verdict] = []
     changes: dict[uuid.UUID, RowChange] = {}
-    consumed: set[FireKey] = set()
     for fire in fires:
         state = current.get(fire.ad_request_id)
         if state is None:
@@ -75,18 +75,18 @@ def resolve(
         change = changes.get(fire.ad_request_id)
         if change is None:
             change = changes[fire.ad_request_id] = RowChange()
-        key = (fire.ad_request_id, fire.event, fire.layer)
+        bit = FIRE_BITS[fire.event, fire.layer]
         if fire.at > state.expires_at:
             change.late += 1
             verdicts.append(Verdict("late", state.expires_at))
         elif state.settle_reason == "released":
             change.late += 1
             verdicts.append(Verdict("released", state.expires_at))
-        elif key not in fresh or key in consumed:
+        elif (state.fired | change.fired) & bit:
             change.duplicates += 1
             verdicts.append(Verdict("duplicate", state.expires_at))
         else:
-            consumed.add(key)
+            change.fired |= bit
             column = EVENT_COLUMNS[fire.event]
             if state.times.get(column) is None and column not in change.set_times:
                 change.set_times[column] = fire.at
@@ -94,24 +94,6 @@ def resolve(
             else:
                 verdicts.append(Verdict("echo", state.expires_at))
     return verdicts, changes
-
-
-def candidates(fires: Sequence[Fire], current: dict[uuid.UUID, Current]) -> list[FireKey]:
-    """The fires worth offering to pop_fires: known, unreleased ad requests, fired in time, each key once."""
-    keys: dict[FireKey, int] = {}
-    for fire in fires:
-        state = current.get(fire.ad_request_id)
-        if state is not None and fire.at <= state.expires_at and state.settle_reason != "released":
-            keys.setdefault((fire.ad_request_id, fire.event, fire.layer), fire.at)
-    return list(keys)
-
-
-def first_fire_times(fires: Sequence[Fire], keys: list[FireKey]) -> list[int]:
-    """The time of the first fire of each key, in keys' order."""
-    first: dict[FireKey, int] = {}
-    for fire in fires:
-        first.setdefault((fire.ad_request_id, fire.event, fire.layer), fire.at)
-    return [first[k] for k in keys]
 
 
 def _played(state: Current, change: RowChange | None) -> bool:

@@ -37,7 +37,6 @@ from adslot.ledger.records import (
     Verdict,
 )
 from adslot.ledger.remembered import Remembered, issued
-from adslot.ledger.resolve import FireKey
 from adslot.ledger.store import (
     ANSWER,
     ANSWER_COLUMNS,
@@ -45,6 +44,7 @@ from adslot.ledger.store import (
     COUNTER_COLUMNS,
     COUNTER_SET,
     DUE_WHERE,
+    FIRED_SET,
     INSERT_COLUMNS,
     PRUNE_ANSWERS,
     PRUNE_WHERE,
@@ -69,15 +69,13 @@ DATA_VERSION = "PRAGMA data_version"
 """Changes when another connection commits: read under the write lock, it says whether what this writer
 remembers (remembered.py) still holds."""
 INSERT = f"INSERT INTO ad_requests ({INSERT_COLUMNS}) VALUES ({', '.join('?' * len(ISSUE_COLUMNS))})"
-FIRST_FIRES = (
-    "INSERT INTO pop_fires (ad_request_id, event, layer, at) VALUES {values} "
-    "ON CONFLICT DO NOTHING RETURNING ad_request_id, event, layer"
-)
 UPDATE = (
     "UPDATE ad_requests SET "
     + COALESCE_SET.format(**{c: "?" for c in SET_ONCE_COLUMNS})
     + ", "
     + COUNTER_SET.format(dups="?", late="?")
+    + ", "
+    + FIRED_SET.format(fired="?")
     + " WHERE id = ?"
 )
 UPDATE_FIRES = (
@@ -85,6 +83,8 @@ UPDATE_FIRES = (
     + TIMES_SET.format(**{c: "?" for c in TIME_COLUMNS})
     + ", "
     + COUNTER_SET.format(dups="?", late="?")
+    + ", "
+    + FIRED_SET.format(fired="?")
     + " WHERE id = ?"
 )
 """The same UPDATE without the settlement columns, for the rows only fires changed (most of them)."""
@@ -92,18 +92,19 @@ _UPDATES: dict[tuple[str, ...], str] = {}
 
 
 def _update_times(columns: tuple[str, ...]) -> str:
-    """UPDATE_FIRES narrowed to the event columns a group of rows sets, for rows with no repeat or late fire
-    (nearly every first fire): one column's COALESCE instead of six and the two counters (~2 µs less per
-    row, measured). The few combinations a batch can have are built once each."""
+    """UPDATE_FIRES narrowed to the event columns a group of rows sets and the fired bits, for rows with no
+    repeat or late fire (nearly every first fire): one column's COALESCE instead of six and the two counters
+    (~2 µs less per row, measured). The few combinations a batch can have are built once each."""
     sql = _UPDATES.get(columns)
     if sql is None:
-        chosen = ", ".join(f"{c} = COALESCE(ad_requests.{c}, ?)" for c in columns)
-        sql = _UPDATES[columns] = f"UPDATE ad_requests SET {chosen} WHERE id = ?"
+        chosen = "".join(f"{c} = COALESCE(ad_requests.{c}, ?), " for c in columns)
+        sql = _UPDATES[columns] = f"UPDATE ad_requests SET {chosen}{FIRED_SET.format(fired='?')} WHERE id = ?"
     return sql
 
 
 UPDATE_COUNTERS = "UPDATE ad_requests SET " + COUNTER_SET.format(dups="?", late="?") + " WHERE id = ?"
-"""Only the two counters, for the rows only repeated or late fires changed (every retry of a player)."""
+"""Only the two counters, for the rows only repeated or late fires changed (every retry of a player): no
+fired bit to add."""
 STATE = f"SELECT {', '.join(STATE_COLUMNS)} FROM ad_requests WHERE id IN ({{marks}})"
 DUE = f"SELECT {', '.join(STATE_COLUMNS)} FROM ad_requests WHERE " + DUE_WHERE.format(before="?", limit="?")
 COUNTERS = f"SELECT {', '.join(COUNTER_COLUMNS)} FROM delivery_counters WHERE key IN ({{marks}})"
@@ -137,8 +138,8 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
     conn.execute("PRAGMA busy_timeout=30000")
-    # The hot lookups walk the ad_requests and pop_fires indexes. SQLite's default 2 MiB page cache holds
-    # only their top levels once there are millions of rows, and every miss is a read() system call;
+    # The hot lookups walk the ad_requests primary-key index. SQLite's default 2 MiB page cache holds
+    # only its top levels once there are millions of rows, and every miss is a read() system call;
     # mapping the file and a larger cache keep the cost per lookup flat as the ledger grows.
     conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
     conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
@@ -175,28 +176,9 @@ def _read_current(conn: sqlite3.Connection, batch: Batch, memory: Remembered) ->
     return found
 
 
-def _first_fires(conn: sqlite3.Connection, batch: Batch, keys: list[FireKey]) -> set[FireKey]:
-    """Offer `keys` to pop_fires: the ones it did not hold yet (the offered key tuples themselves, so the
-    resolver's lookups of them compare by identity, not by UUID equality)."""
-    fresh: set[FireKey] = set()
-    times = batch.first_fire_times(keys)
-    for i in range(0, len(keys), CHUNK):
-        chunk = keys[i : i + CHUNK]
-        offered = {(key[0].hex, key[1], key[2]): key for key in chunk}
-        params = [v for row, at in zip(offered, times[i : i + CHUNK], strict=True) for v in (*row, at)]
-        rows = conn.execute(FIRST_FIRES.format(values=", ".join(["(?, ?, ?, ?)"] * len(chunk))), params)
-        fresh.update(offered[row] for row in rows)
-    return fresh
-
-
-def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> list[FireKey]:
-    """The batch plan's I/O, inside the caller's BEGIN IMMEDIATE (SQLite's one write lock); returns the
-    fires it offered to pop_fires (all of them stored once it commits)."""
-    due = _read_current(conn, batch, memory)
-    # A fire that pop_fires holds, as this writer remembers, is a repeat: no need to offer it again.
-    offered = memory.unstored(batch.fire_candidates()) if batch.fires else []
-    fresh = _first_fires(conn, batch, offered) if offered else set()
-    batch.resolve(fresh, due)
+def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> None:
+    """The batch plan's I/O, inside the caller's BEGIN IMMEDIATE (SQLite's one write lock)."""
+    batch.resolve(_read_current(conn, batch, memory))
     keys = batch.counter_keys()
     for i in range(0, len(keys), CHUNK):
         chunk = keys[i : i + CHUNK]
@@ -212,21 +194,23 @@ def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> list[F
         repeated: list[tuple[object, ...]] = []
         fired: dict[tuple[str, ...], list[tuple[object, ...]]] = {}
         settled: list[tuple[object, ...]] = []
+        mixed: list[tuple[object, ...]] = []
         for ident, change in changes:
             if change.settle_reason is not None:
                 settled.append((*change_values(change), ident.hex))
-            elif change.set_times:
-                times = change.set_times
-                if change.duplicates or change.late:
-                    fired.setdefault((), []).append((*change_values(change, settlement=False), ident.hex))
-                else:
-                    fired.setdefault(tuple(times), []).append((*times.values(), ident.hex))
-            else:
+            elif not change.fired:
                 repeated.append((change.duplicates, change.late, ident.hex))
+            elif change.duplicates or change.late:
+                mixed.append((*change_values(change, settlement=False), ident.hex))
+            else:
+                times = change.set_times
+                fired.setdefault(tuple(times), []).append((*times.values(), change.fired, ident.hex))
         if repeated:
             conn.executemany(UPDATE_COUNTERS, repeated)
+        if mixed:
+            conn.executemany(UPDATE_FIRES, mixed)
         for columns, group in fired.items():
-            conn.executemany(_update_times(columns) if columns else UPDATE_FIRES, group)
+            conn.executemany(_update_times(columns), group)
         if settled:
             conn.executemany(UPDATE, settled)
     stats = batch.stats()
@@ -238,7 +222,6 @@ def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> list[F
     if prune is not None:
         conn.execute(PRUNE, prune)
         conn.execute(PRUNE_OLD_ANSWERS, (batch.answers_before(),))
-    return offered
 
 
 def _save_answers(
@@ -377,7 +360,7 @@ class SqliteLedgerStore:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 memory.check(conn.execute(DATA_VERSION).fetchone()[0])
-                offered = _apply(conn, batch, memory)
+                _apply(conn, batch, memory)
                 verdicts = batch.verdicts()
                 answers = _save_answers(conn, receipts, verdicts) if receipts else []
                 conn.execute("COMMIT")
@@ -388,7 +371,6 @@ class SqliteLedgerStore:
         memory.commit(
             batch.current,
             batch.changes,
-            offered,
             [(record.id, issued(record, claims)) for record, claims in batch.admitted],
         )
         return verdicts, answers

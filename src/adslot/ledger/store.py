@@ -2,14 +2,16 @@
 
 A store applies a batch of operations in ONE transaction, under a write lock on the rows it touches, and
 returns one Verdict per operation; the group committer decides what goes in a batch. Dedupe rests on the
-pop_fires primary key (INSERT ... ON CONFLICT DO NOTHING), never on a read followed by an unlocked write, so
-simultaneous duplicate pixels count once, across workers too. The rules themselves live in resolve.py
+ad request's `fired` bits (one per event and VAST layer), read and set under the write lock that the batch
+holds on the row (SQLite's database write lock; PostgreSQL's FOR UPDATE), never on a read followed by an
+unlocked write, so simultaneous duplicate pixels count once, across workers too. A first fire is one UPDATE
+of the row it counts on: no second table, no second index. The rules themselves live in resolve.py
 (Proof of Play, releases, expiry) and budget.py (reservations).
 
 Both stores run the same plan (Batch), doing only the I/O between its steps, in this order, which is also
 the order in which PostgreSQL takes its row locks, each kind in key order (so workers cannot deadlock):
 1. lock the ad requests that fires and releases name (by id); pick the expired ones to settle;
-2. offer the first fires to pop_fires; resolve fires, then releases, then the expiry settle;
+2. resolve fires (against the fired bits just read), then releases, then the expiry settle;
 3. load the counters that issues claim and that settled ad requests move (insert missing rows, lock by key);
 4. deliver and release, then admit each issue in turn; write counters, new ad requests, row changes and
    request_stats (one statement or executemany each, one row per key: counts are aggregated per batch);
@@ -48,11 +50,8 @@ from adslot.ledger.records import (
 )
 from adslot.ledger.resolve import (
     Current,
-    FireKey,
     RowChange,
-    candidates,
     counter_moves,
-    first_fire_times,
     resolve,
     resolve_releases,
     resolve_settles,
@@ -60,7 +59,7 @@ from adslot.ledger.resolve import (
 from adslot.ledger.wire import encode_verdicts
 
 TIME_COLUMNS = tuple(EVENT_COLUMNS.values())
-STATE_COLUMNS = ("id", "expires_at", *TIME_COLUMNS, "account_id", "claims", "settle_reason")
+STATE_COLUMNS = ("id", "expires_at", *TIME_COLUMNS, "account_id", "claims", "settle_reason", "fired")
 COUNTER_COLUMNS = ("key", "cap", "reserved", "delivered", "last_at")
 HOUR = 3600
 
@@ -119,11 +118,13 @@ def current_of(row: Sequence[object]) -> Current:
         int(row[_ACCOUNT]),  # type: ignore[call-overload]
         row[_ACCOUNT + 1],  # type: ignore[arg-type]
         row[_ACCOUNT + 2],  # type: ignore[arg-type]
+        int(row[_ACCOUNT + 3]),  # type: ignore[call-overload]
     )
 
 
 def change_values(change: RowChange, *, settlement: bool = True) -> tuple[object, ...]:
-    """(time per event column or None, [settled_at, settle_reason,] duplicates, late fires): UPDATE order."""
+    """(time per event column or None, [settled_at, settle_reason,] duplicates, late fires, fired bits):
+    UPDATE order."""
     times = change.set_times
     if settlement:
         return (
@@ -132,8 +133,9 @@ def change_values(change: RowChange, *, settlement: bool = True) -> tuple[object
             change.settle_reason,
             change.duplicates,
             change.late,
+            change.fired,
         )
-    return (*[times.get(c) for c in TIME_COLUMNS], change.duplicates, change.late)
+    return (*[times.get(c) for c in TIME_COLUMNS], change.duplicates, change.late, change.fired)
 
 
 _ISSUE_FIELDS = operator.attrgetter(*(c for c in ISSUE_COLUMNS if c != "claims"))
@@ -156,6 +158,8 @@ TIMES_SET = ", ".join(f"{c} = COALESCE(ad_requests.{c}, {{{c}}})" for c in TIME_
 COUNTER_SET = (
     "duplicate_count = ad_requests.duplicate_count + {dups}, late_count = ad_requests.late_count + {late}"
 )
+FIRED_SET = "fired = ad_requests.fired | {fired}"
+"""Adds the bits of the batch's first fires; a bit once set is never cleared."""
 DUE_WHERE = "settled_at IS NULL AND expires_at < {before} ORDER BY expires_at LIMIT {limit}"
 """Expired, unsettled ad requests, oldest first: exactly the partial index ix_ad_requests_unsettled_expiry."""
 PRUNE_WHERE = "closes_at < {before} AND reserved = 0 ORDER BY closes_at LIMIT {limit}"
@@ -242,16 +246,10 @@ class Batch:
 
     # -- step 2 ------------------------------------------------------------------------------------------
 
-    def fire_candidates(self) -> list[FireKey]:
-        return candidates(self.fires, self.current)
-
-    def first_fire_times(self, keys: list[FireKey]) -> list[int]:
-        return first_fire_times(self.fires, keys)
-
-    def resolve(self, fresh: set[FireKey], due: Sequence[uuid.UUID]) -> None:
+    def resolve(self, due: Sequence[uuid.UUID]) -> None:
         """Fires first (an impression counted now makes a release `played`), then releases, then expiry."""
         if self.fires:
-            self.fire_verdicts, self.changes = resolve(self.fires, self.current, fresh)
+            self.fire_verdicts, self.changes = resolve(self.fires, self.current)
         if self.releases:
             self.release_verdicts = resolve_releases(self.releases, self.current, self.changes)
         if due:

@@ -155,6 +155,9 @@ ad_requests = sa.Table(
     sa.Column("complete_at", sa.BigInteger, nullable=True),
     sa.Column("duplicate_count", sa.Integer, nullable=False, server_default="0"),
     sa.Column("late_count", sa.Integer, nullable=False, server_default="0"),
+    # One bit per (event, VAST layer) whose first fire is stored (ledger.records.FIRE_BITS): a repeat finds
+    # its bit set and is a duplicate; the first layer to fire an event sets its time, the other one echoes.
+    sa.Column("fired", sa.Integer, nullable=False, server_default="0"),
     # Audience: impressions one play of this ad request is worth (the venue's multiplier at issue time).
     sa.Column("impressions", sa.Float, nullable=False, server_default="1.0"),
     # The reservations this ad request holds: JSON [[counter key, units], ...]; null when it holds none.
@@ -172,19 +175,6 @@ ad_requests = sa.Table(
     sa.Index("ix_ad_requests_venue_play_time", "venue_id", "play_time"),
     sa.Index("ix_ad_requests_play_time", "play_time"),
 )
-
-# The first fire of each event from each VAST layer (a player fires the wrapper's and the inline's URLs).
-# Its primary key makes dedupe one atomic INSERT ... ON CONFLICT DO NOTHING: a repeat is a duplicate; the
-# first layer to fire sets the event's time on the ad request, the other layer's fire is an echo.
-pop_fires = sa.Table(
-    "pop_fires",
-    metadata,
-    sa.Column("ad_request_id", sa.Uuid, primary_key=True),
-    sa.Column("event", sa.String(16), primary_key=True),
-    sa.Column("layer", sa.String(8), primary_key=True),
-    sa.Column("at", sa.BigInteger, nullable=False),
-)
-
 
 # Reservations against caps, pacing and frequency: one row per counter key (e.g. a campaign's lifetime plays,
 # its impressions on one day, a screen's plays of a campaign in one hour). Delivered + reserved never exceeds
