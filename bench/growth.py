@@ -24,11 +24,11 @@ from collections.abc import Iterator
 
 import asyncpg
 
-from adslot.ledger.records import COLUMNS, FIRE_BITS, SETTLE_GRACE_SECONDS
+from adslot.ledger.records import COLUMNS, EVENT_COLUMNS, FIRE_BITS, SETTLE_GRACE_SECONDS
 from adslot.settings import EnvironmentSettings
 from adslot.storage.database import asyncpg_dsn, is_sqlite, sqlite_path
 
-EVENTS = ("impression", "start", "firstQuartile", "midpoint", "thirdQuartile", "complete")
+EVENTS = tuple(EVENT_COLUMNS)
 ALL_WRAPPER_FIRES = sum(FIRE_BITS[event, "wrapper"] for event in EVENTS)
 """The fired bits of an ad request whose player fired every event once, on the wrapper's URLs."""
 LOAD_COLUMNS = (*COLUMNS, "fired")

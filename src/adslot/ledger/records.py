@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 from adslot.ledger.budget import Reason, Snapshot
 from adslot.ledger.claims import Claims
@@ -42,7 +42,7 @@ FIRE_BITS: Mapping[tuple[str, str], int] = MappingProxyType(
     {
         (event, layer): 1 << (2 * n + k)
         for n, event in enumerate(EVENT_COLUMNS)
-        for k, layer in enumerate(("wrapper", "inline"))
+        for k, layer in enumerate(get_args(Layer))
     }
 )
 """The bit of the ad request's `fired` column that each (event, VAST layer) sets with its first fire: a repeat

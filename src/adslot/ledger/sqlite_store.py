@@ -192,7 +192,7 @@ def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> None:
     changes = batch.row_changes()
     if changes:
         repeated: list[tuple[object, ...]] = []
-        fired: dict[tuple[str, ...], list[tuple[object, ...]]] = {}
+        narrowed: dict[tuple[str, ...], list[tuple[object, ...]]] = {}
         settled: list[tuple[object, ...]] = []
         mixed: list[tuple[object, ...]] = []
         for ident, change in changes:
@@ -204,12 +204,12 @@ def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> None:
                 mixed.append((*change_values(change, settlement=False), ident.hex))
             else:
                 times = change.set_times
-                fired.setdefault(tuple(times), []).append((*times.values(), change.fired, ident.hex))
+                narrowed.setdefault(tuple(times), []).append((*times.values(), change.fired, ident.hex))
         if repeated:
             conn.executemany(UPDATE_COUNTERS, repeated)
         if mixed:
             conn.executemany(UPDATE_FIRES, mixed)
-        for columns, group in fired.items():
+        for columns, group in narrowed.items():
             conn.executemany(_update_times(columns), group)
         if settled:
             conn.executemany(UPDATE, settled)
