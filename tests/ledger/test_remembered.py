@@ -5,30 +5,27 @@ from __future__ import annotations
 import gc
 import uuid
 
-import pytest
-
 from adslot.ledger.remembered import Remembered, after, issued
-from adslot.ledger.resolve import Current, RowChange
-from adslot.ledger.store import TIME_COLUMNS
+from adslot.ledger.resolve import NO_TIMES, TIME_INDEX, Current, RowChange, times_of
 from tests.ledger.stores import record
 
 A = uuid.UUID(int=1)
 B = uuid.UUID(int=2)
-EMPTY = dict.fromkeys(TIME_COLUMNS)
+IMPRESSION, START = TIME_INDEX["impression_at"], TIME_INDEX["start_at"]
 
 
 def state(fired: int = 0, **times: int) -> Current:
-    return Current(1000, EMPTY | times, 5, None, None, fired)
+    return Current(1000, times_of(times), 5, None, None, fired)
 
 
 def test_a_change_sets_each_event_time_once_and_the_settlement_once() -> None:
-    before = Current(1000, EMPTY | {"impression_at": 10}, 5, '{"c":1}', None)
+    before = Current(1000, times_of({"impression_at": 10}), 5, '{"c":1}', None)
     change = RowChange(set_times={"impression_at": 99, "start_at": 12}, settled_at=50, settle_reason="played")
     new = after(before, change)
-    assert new.times["impression_at"] == 10 and new.times["start_at"] == 12
+    assert new.times[IMPRESSION] == 10 and new.times[START] == 12
     assert new.settle_reason == "played" and new.claims == '{"c":1}' and new.account_id == 5
-    assert before.times["start_at"] is None, "the state it was given is left as it was"
-    settled = Current(1000, EMPTY, 5, None, "released")
+    assert before.times[START] is None, "the state it was given is left as it was"
+    settled = Current(1000, NO_TIMES, 5, None, "released")
     assert after(settled, RowChange(settle_reason="expired")).settle_reason == "released"
 
 
@@ -48,7 +45,7 @@ def test_a_change_of_counters_only_leaves_the_state_as_it_was() -> None:
 def test_an_issued_ad_request_is_remembered_unfired_and_unsettled() -> None:
     made = record()
     new = issued(made, '{"k":1}')
-    assert new == Current(made.expires_at, EMPTY, made.account_id, '{"k":1}', None, 0)
+    assert new == Current(made.expires_at, NO_TIMES, made.account_id, '{"k":1}', None, 0)
 
 
 def test_committed_states_are_found_and_the_rest_must_be_read() -> None:
@@ -90,13 +87,11 @@ def test_beyond_its_limit_the_rows_written_longest_ago_are_forgotten_first() -> 
     assert set(found) == {ids[0], ids[2]} and missing == [ids[1]]
 
 
-def test_unfired_states_share_one_read_only_mapping_of_times() -> None:
+def test_unfired_states_share_one_tuple_of_times() -> None:
     first, second = issued(record(), None), issued(record(), None)
-    assert first.times is second.times and dict(first.times) == EMPTY
+    assert first.times is second.times is NO_TIMES and set(NO_TIMES) == {None}
     fired = after(first, RowChange(set_times={"impression_at": 3}))
-    assert fired.times["impression_at"] == 3 and first.times["impression_at"] is None
-    with pytest.raises(TypeError):
-        first.times["start_at"] = 1  # type: ignore[index]
+    assert fired.times[IMPRESSION] == 3 and first.times[IMPRESSION] is None and NO_TIMES[IMPRESSION] is None
 
 
 def test_what_it_remembers_leaves_the_garbage_collectors_sight_after_two_collections() -> None:
@@ -112,7 +107,7 @@ def test_what_it_remembers_leaves_the_garbage_collectors_sight_after_two_collect
     gc.collect()
     rows = memory._rows
     assert len(rows) == 50 and not any(gc.is_tracked(row) for row in rows.values())
-    assert memory.states([made[0].id])[0][made[0].id].times["start_at"] == 4
+    assert memory.states([made[0].id])[0][made[0].id].times[START] == 4
 
 
 def test_a_repeat_keeps_the_remembered_row_and_makes_it_the_newest() -> None:

@@ -12,26 +12,16 @@ from adslot.ledger.resolve import (
     resolve,
     resolve_releases,
     resolve_settles,
+    times_of,
 )
 from adslot.ledger.store import Batch
 
 A = uuid.UUID(int=1)
 B = uuid.UUID(int=2)
-EMPTY = {
-    c: None
-    for c in (
-        "impression_at",
-        "start_at",
-        "first_quartile_at",
-        "midpoint_at",
-        "third_quartile_at",
-        "complete_at",
-    )
-}
 
 
 def current(expires_at: int = 1000, fired: int = 0, **times: int) -> Current:
-    return Current(expires_at, EMPTY | times, fired=fired)
+    return Current(expires_at, times_of(times), fired=fired)
 
 
 def bit(event: str, layer: str = "wrapper") -> int:
@@ -115,7 +105,7 @@ def owned(
     fired: int = 0,
     **times: int,
 ) -> Current:
-    return Current(1000, EMPTY | times, account_id, claims, settle_reason, fired)
+    return Current(1000, times_of(times), account_id, claims, settle_reason, fired)
 
 
 def test_a_fire_in_time_on_a_released_ad_request_is_released_kept_as_late_and_not_counted() -> None:

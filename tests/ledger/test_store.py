@@ -18,7 +18,8 @@ from adslot.ledger.records import (
     Receipt,
     Settle,
 )
-from adslot.ledger.store import DatabaseLedgerStore
+from adslot.ledger.resolve import NO_TIMES
+from adslot.ledger.store import DatabaseLedgerStore, current_of
 from adslot.ledger.stores import store_for
 from adslot.ledger.wire import decode_verdicts
 from tests.ledger.stores import PLAY, LedgerDatabase, claims_for, record
@@ -132,3 +133,11 @@ def test_a_batch_of_issues_stores_every_column_of_each_as_given(db: LedgerDataba
         for column in ISSUE_COLUMNS:  # every column an issue writes
             assert stored[column] == getattr(r, column), (column, stored[column], getattr(r, column))
         assert stored["duplicate_count"] == 0 and stored["settled_at"] is None
+
+
+def test_a_state_row_keeps_its_times_in_event_order_and_unfired_rows_share_one_tuple() -> None:
+    fired = current_of((1000, 10, None, 12, None, None, None, 5, None, None, 0b101))
+    assert fired.times == (10, None, 12, None, None, None) and fired.played
+    assert (fired.expires_at, fired.account_id, fired.fired) == (1000, 5, 0b101)
+    unfired = [current_of((1000, *NO_TIMES, 5, None, None, 0)) for _ in range(2)]
+    assert unfired[0].times is unfired[1].times is NO_TIMES and not unfired[0].played

@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
-from types import MappingProxyType
+from collections.abc import Iterable
 
 from adslot.ledger.records import AdRequest
-from adslot.ledger.resolve import Current, RowChange
-from adslot.ledger.store import TIME_COLUMNS
+from adslot.ledger.resolve import NO_TIMES, TIME_INDEX, Current, RowChange
 
 LIMIT = 100_000
 """Ad requests remembered at most, the ones written longest ago forgotten first: minutes of a busy screen
@@ -31,11 +29,9 @@ network's traffic (pixels follow their ad request within a play window). Each co
 (tracemalloc, its key included), about 100 more once an event has fired: 20-30 MB in all. An ad request no
 longer remembered is read from the database, as it would be without this memory."""
 
-_UNFIRED: Mapping[str, int | None] = MappingProxyType(dict.fromkeys(TIME_COLUMNS))
-"""The times of every state with no event yet: one read-only mapping that they all share."""
-
-_Row = tuple[int, tuple[int | None, ...], int, str | None, str | None, int]
-"""(expires_at, event times in TIME_COLUMNS order, account_id, claims, settle_reason, fired bits)."""
+_Row = tuple[object, ...]
+"""A Current's fields as a plain tuple: (expires_at, event times, account_id, claims, settle_reason, fired
+bits). Not the Current itself: the collector untracks plain tuples of plain values, not NamedTuples."""
 
 
 def after(state: Current, change: RowChange | None) -> Current:
@@ -45,10 +41,12 @@ def after(state: Current, change: RowChange | None) -> Current:
         return state
     times = state.times
     if change.set_times:
-        times = dict(times)
+        changed = list(times)
         for column, at in change.set_times.items():
-            if times.get(column) is None:
-                times[column] = at
+            index = TIME_INDEX[column]
+            if changed[index] is None:
+                changed[index] = at
+        times = tuple(changed)
     return Current(
         state.expires_at,
         times,
@@ -61,28 +59,10 @@ def after(state: Current, change: RowChange | None) -> Current:
 
 def issued(record: AdRequest, claims: str | None) -> Current:
     """The state of an ad request as its INSERT stores it: no event time, no fire, not settled."""
-    return Current(record.expires_at, _UNFIRED, record.account_id, claims, None, 0)
+    return Current(record.expires_at, NO_TIMES, record.account_id, claims, None, 0)
 
 
-_NO_TIMES: tuple[int | None, ...] = (None,) * len(TIME_COLUMNS)
-
-
-def _row(state: Current) -> _Row:
-    times = state.times
-    return (
-        state.expires_at,
-        _NO_TIMES if times is _UNFIRED else tuple(map(times.get, TIME_COLUMNS)),
-        state.account_id,
-        state.claims,
-        state.settle_reason,
-        state.fired,
-    )
-
-
-def _state(row: _Row) -> Current:
-    expires_at, times, account_id, claims, settle_reason, fired = row
-    mapping = _UNFIRED if times is _NO_TIMES else dict(zip(TIME_COLUMNS, times, strict=True))
-    return Current(expires_at, mapping, account_id, claims, settle_reason, fired)
+_state = Current._make
 
 
 class Remembered:
@@ -135,10 +115,10 @@ class Remembered:
             new = after(state, changes.get(ident))
             # A remembered state is what `state` was read from: unchanged (every repeat), its row stays.
             if new is not state or key not in rows:
-                rows[key] = _row(new)
+                rows[key] = tuple(new)
             rows.move_to_end(key)  # the newest written last
         for ident, state in admitted:
-            rows[ident.int] = _row(state)
+            rows[ident.int] = tuple(state)
             rows.move_to_end(ident.int)
         while len(rows) > self._limit:
             rows.popitem(last=False)

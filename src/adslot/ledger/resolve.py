@@ -21,16 +21,28 @@ from typing import NamedTuple
 
 from adslot.ledger.records import EVENT_COLUMNS, FIRE_BITS, Fire, Outcome, Release, SettleReason, Verdict
 
+Times = tuple[int | None, ...]
+"""An ad request's event times, one per EVENT_COLUMNS entry in its order (None: not fired yet)."""
+NO_TIMES: Times = (None,) * len(EVENT_COLUMNS)
+"""The times of every ad request with no event yet: one tuple that all of them share."""
+TIME_INDEX: Mapping[str, int] = {column: i for i, column in enumerate(EVENT_COLUMNS.values())}
+"""Where each event column's time sits in Times."""
+_SLOTS: Mapping[str, tuple[str, int]] = {
+    event: (column, TIME_INDEX[column]) for event, column in EVENT_COLUMNS.items()
+}
+_IMPRESSION = TIME_INDEX["impression_at"]
+
 
 class Current(NamedTuple):
     """An ad request as stored before this batch: expiry, event times, owner, claims, settlement and the bits
     of its stored fires.
 
-    A NamedTuple (immutable, as a frozen dataclass would be, at a third of its construction cost): the
-    writer makes one for every ad request of every batch."""
+    A NamedTuple (immutable, as a frozen dataclass would be, at a third of its construction cost) of plain
+    values, the times a tuple rather than a mapping: the writer makes one for every ad request of every
+    batch, from a database row or from its memory (remembered.py), and both are tuples already."""
 
     expires_at: int
-    times: Mapping[str, int | None]
+    times: Times = NO_TIMES
     account_id: int = 0
     claims: str | None = None
     settle_reason: str | None = None
@@ -38,7 +50,12 @@ class Current(NamedTuple):
 
     @property
     def played(self) -> bool:
-        return self.times.get("impression_at") is not None
+        return self.times[_IMPRESSION] is not None
+
+
+def times_of(columns: Mapping[str, int]) -> Times:
+    """Times with the given event columns set, the others None."""
+    return tuple(columns.get(column) for column in TIME_INDEX)
 
 
 @dataclass(slots=True)
@@ -87,8 +104,8 @@ def resolve(
             verdicts.append(Verdict("duplicate", state.expires_at))
         else:
             change.fired |= bit
-            column = EVENT_COLUMNS[fire.event]
-            if state.times.get(column) is None and column not in change.set_times:
+            column, index = _SLOTS[fire.event]
+            if state.times[index] is None and column not in change.set_times:
                 change.set_times[column] = fire.at
                 verdicts.append(Verdict("counted", state.expires_at))
             else:

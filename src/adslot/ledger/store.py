@@ -49,6 +49,7 @@ from adslot.ledger.records import (
     Verdict,
 )
 from adslot.ledger.resolve import (
+    NO_TIMES,
     Current,
     RowChange,
     counter_moves,
@@ -111,10 +112,12 @@ _ACCOUNT = 1 + len(TIME_COLUMNS)
 
 
 def current_of(row: Sequence[object]) -> Current:
-    """A STATE_COLUMNS row (without its id) as the resolver's view of it."""
+    """A STATE_COLUMNS row (without its id) as the resolver's view of it; every unfired one shares
+    NO_TIMES, so the writer's memory of them holds one tuple, not one each."""
+    times = tuple(row[1:_ACCOUNT])
     return Current(
         int(row[0]),  # type: ignore[call-overload]
-        dict(zip(TIME_COLUMNS, row[1:_ACCOUNT], strict=True)),  # type: ignore[arg-type]
+        NO_TIMES if times == NO_TIMES else times,  # type: ignore[arg-type]
         int(row[_ACCOUNT]),  # type: ignore[call-overload]
         row[_ACCOUNT + 1],  # type: ignore[arg-type]
         row[_ACCOUNT + 2],  # type: ignore[arg-type]
