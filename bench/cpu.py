@@ -33,15 +33,34 @@ def process_cpu_seconds(pid: int) -> tuple[float, float]:
     return int(fields[11]) / tick, int(fields[12]) / tick
 
 
-def cpu_seconds(pids: list[int]) -> tuple[float, float]:
-    """(user, system) summed over processes; one that exited in between counts what was last read of it."""
-    user = system = 0.0
+def cpu_by_pid(pids: list[int]) -> dict[int, tuple[float, float]]:
+    """(user, system) CPU seconds of each process that is still there."""
+    found = {}
     for pid in pids:
         try:
-            u, s = process_cpu_seconds(pid)
+            found[pid] = process_cpu_seconds(pid)
         except OSError:
             continue
-        user, system = user + u, system + s
+    return found
+
+
+def cpu_seconds(pids: list[int]) -> tuple[float, float]:
+    """(user, system) summed over the processes that are still there."""
+    times = cpu_by_pid(pids).values()
+    return sum(u for u, _ in times), sum(s for _, s in times)
+
+
+def used_between(
+    before: dict[int, tuple[float, float]], after: dict[int, tuple[float, float]]
+) -> tuple[float, float]:
+    """(user, system) CPU seconds the processes read at both ends used in between. One that exited meanwhile
+    (a PostgreSQL backend whose connection closed) is left out, its last CPU gone with it: summing the group
+    at each end instead subtracted its whole lifetime's CPU, and gave negative figures."""
+    user = system = 0.0
+    for pid, (u, s) in after.items():
+        if pid in before:
+            user += u - before[pid][0]
+            system += s - before[pid][1]
     return user, system
 
 
@@ -98,12 +117,12 @@ def cpu_during(
 ) -> tuple[WrkResult, dict[str, tuple[float, float]]]:
     """Run `load` (one wrk run): its result, and the (user, system) CPU seconds each group used meanwhile, and
     "wrk" its own: our only child that runs and is reaped meanwhile, so the children's times are its."""
-    before = {name: cpu_seconds(pids) for name, pids in groups.items()}
+    before = {name: cpu_by_pid(pids) for name, pids in groups.items()}
     children = os.times()
     result = load()
-    after = {name: cpu_seconds(pids) for name, pids in groups.items()}
+    after = {name: cpu_by_pid(pids) for name, pids in groups.items()}
     children_after = os.times()
-    used = {name: (after[name][0] - before[name][0], after[name][1] - before[name][1]) for name in groups}
+    used = {name: used_between(before[name], after[name]) for name in groups}
     used["wrk"] = (
         children_after.children_user - children.children_user,
         children_after.children_system - children.children_system,

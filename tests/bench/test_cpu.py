@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from bench.cpu import cpu_seconds, descendants, server_groups
+from bench.cpu import cpu_seconds, descendants, server_groups, used_between
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc")
 
@@ -51,3 +51,9 @@ def test_a_server_tree_splits_into_its_ledger_writers_and_the_rest_and_their_cpu
         if parent.stdin is not None:
             parent.stdin.close()
         parent.wait(timeout=10)
+
+
+def test_a_process_that_exits_between_the_two_reads_is_left_out_never_subtracted() -> None:
+    before = {1: (5.0, 1.0), 2: (100.0, 20.0)}
+    after = {1: (5.5, 1.25), 3: (0.5, 0.5)}  # 2 exited (its 120 s are gone), 3 started meanwhile
+    assert used_between(before, after) == (0.5, 0.25)
