@@ -3,15 +3,22 @@
 Whatever the batch size, a batch costs at most: one locking read of the ad requests its fires and releases
 name (in id order, fired bits included), one locking read of expired ones to settle (SKIP LOCKED: it never
 waits, so it cannot deadlock, and two workers' sweeps take disjoint rows), one INSERT of missing counter rows
-and one locking read of the counters (both in key order), and one write per table. Locks are always taken
-ad requests first, then counters, then request_stats, each in a fixed order, so concurrent workers wait for
-each other but never deadlock; the rules run in between, in the shared Batch.
+and one locking read of the counters (both in key order), then ONE statement that writes every table (each
+write a data-modifying WITH of it; the tables and rows are disjoint, so their order within it does not
+matter) and stores the frames' answers, and the expiry sweep's pruning. Each statement is a round trip to
+the database and back, which on a network costs more than the statement: a batch of ad requests that reserve
+nothing takes three (BEGIN, the writes, COMMIT; five before the writes were one statement), a batch of pixels
+four (and the locking read). Locks are always taken ad requests first, then
+counters, then request_stats, each in a fixed order, so concurrent workers wait for each other but never
+deadlock; the rules run in between, in the shared Batch.
 """
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
+from functools import cache
 
 import asyncpg
 
@@ -124,6 +131,39 @@ SAVE_ANSWERS = (
 )
 """Waits on a row a concurrent transaction is writing (a dying writer's commit of the same frame), then
 writes nothing if that one committed."""
+WRITES = {
+    "counters": WRITE_COUNTERS,
+    "insert": INSERT,
+    "update": UPDATE,
+    "stats": STATS,
+    "answers": SAVE_ANSWERS,
+}
+"""Each write of step 4 and the answers of step 6, by name, as the parts of write_all()'s one statement."""
+_PARAMETER = re.compile(r"\$(\d+)")
+
+
+def _shifted(sql: str, offset: int) -> str:
+    """`sql` with its parameters $1..$n numbered from $offset+1."""
+    return _PARAMETER.sub(lambda m: f"${int(m[1]) + offset}", sql)
+
+
+@cache
+def write_all(parts: tuple[str, ...]) -> str:
+    """One statement doing the WRITES named in `parts` (in WRITES order), each as a data-modifying WITH
+    query, their parameters numbered one after the other; it returns how many answers it stored (0 without
+    "answers"). PostgreSQL runs every such query exactly once, to completion, on one snapshot: none sees
+    another's rows, which none needs (they write different tables; the UPDATE's rows were locked and read
+    before, the INSERT's are new)."""
+    queries = []
+    offset = 0
+    for name in parts:
+        sql = WRITES[name]
+        queries.append(f"written_{name} AS ({_shifted(sql, offset)})")
+        offset += len(set(_PARAMETER.findall(sql)))
+    result = "(SELECT count(*) FROM written_answers)" if "answers" in parts else "0"
+    return f"WITH {', '.join(queries)} SELECT {result}"
+
+
 READ_ANSWER = ANSWER.format(client="$1", slot="$2")
 PRUNE_OLD_ANSWERS = PRUNE_ANSWERS.format(before="$1")
 
@@ -149,9 +189,12 @@ async def _read_current(conn: asyncpg.Connection, batch: Batch) -> list[uuid.UUI
     return found
 
 
-async def _apply(conn: asyncpg.Connection, batch: Batch) -> None:
-    """The batch plan's I/O, inside the caller's transaction. It remembers nothing between batches: another
-    node may change an ad request at any time, so every state (fired bits included) is read and locked."""
+async def _apply(
+    conn: asyncpg.Connection, batch: Batch, receipts: Sequence[Receipt]
+) -> tuple[list[Verdict], list[bytes]]:
+    """The batch plan's I/O, inside the caller's transaction: its verdicts, and each receipt's answer. It
+    remembers nothing between batches: another node may change an ad request at any time, so every state
+    (fired bits included) is read and locked."""
     batch.resolve(await _read_current(conn, batch))
     keys = batch.counter_keys()
     if keys:
@@ -160,33 +203,37 @@ async def _apply(conn: asyncpg.Connection, batch: Batch) -> None:
         await conn.execute(ADD_COUNTERS, keys, [closes_at(key) for key in keys])
         batch.load([tuple(r) for r in await conn.fetch(LOCK_COUNTERS, keys)])
     batch.admit()
+    verdicts = batch.verdicts()
+    parts: list[str] = []
+    args: list[object] = []
     writes = batch.counter_writes()
     if writes:
-        await conn.execute(WRITE_COUNTERS, *_columns(writes, 5))
+        parts.append("counters")
+        args += _columns(writes, 5)
     if batch.admitted:
-        rows = [issue_values(r, c) for r, c in batch.admitted]
-        await conn.execute(INSERT, *_columns(rows, len(ISSUE_COLUMNS)))
+        parts.append("insert")
+        args += _columns([issue_values(r, c) for r, c in batch.admitted], len(ISSUE_COLUMNS))
     changes = batch.row_changes()
     if changes:
-        values = [change_values(c) for _, c in changes]
-        await conn.execute(UPDATE, *_columns(values, _N + 3), [ident for ident, _ in changes])
+        parts.append("update")
+        args += [*_columns([change_values(c) for _, c in changes], _N + 3), [ident for ident, _ in changes]]
     stats = batch.stats()
     if stats:
-        await conn.execute(STATS, *_columns(stats, 5))
+        parts.append("stats")
+        args += _columns(stats, 5)
+    rows = answer_rows(receipts, verdicts)
+    if rows:
+        parts.append("answers")
+        args += _columns(rows, 5)
+    # Step 6 with step 4: a frame answered before stores nothing, and fails the batch (the caller's
+    # transaction rolls every write back).
+    if parts and await conn.fetchval(write_all(tuple(parts)), *args) != len(rows):
+        raise AlreadyAnswered("a resent ledger frame was committed before")
     prune = batch.prune()
     if prune is not None:
         await conn.execute(PRUNE, *prune)
         await conn.execute(PRUNE_OLD_ANSWERS, batch.answers_before())
-
-
-async def _save_answers(
-    conn: asyncpg.Connection, receipts: Sequence[Receipt], verdicts: list[Verdict]
-) -> list[bytes]:
-    """Step 6, last in the transaction; a frame answered before writes nothing, and fails the batch."""
-    rows = answer_rows(receipts, verdicts)
-    if len(await conn.fetch(SAVE_ANSWERS, *_columns(rows, 5))) != len(rows):
-        raise AlreadyAnswered("a resent ledger frame was committed before")
-    return [row[-1] for row in rows]
+    return verdicts, [row[-1] for row in rows]
 
 
 class _Connection(asyncpg.Connection):  # type: ignore[misc]
@@ -248,9 +295,5 @@ class PostgresLedgerStore:
         self, operations: Sequence[Operation], receipts: Sequence[Receipt]
     ) -> tuple[list[Verdict], list[bytes]]:
         assert self._pool is not None, "store not started"
-        batch = Batch.of(operations)
         async with self._pool.acquire() as conn, conn.transaction():
-            await _apply(conn, batch)
-            verdicts = batch.verdicts()
-            answers = await _save_answers(conn, receipts, verdicts) if receipts else []
-        return verdicts, answers
+            return await _apply(conn, Batch.of(operations), receipts)
