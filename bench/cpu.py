@@ -44,12 +44,6 @@ def cpu_by_pid(pids: list[int]) -> dict[int, tuple[float, float]]:
     return found
 
 
-def cpu_seconds(pids: list[int]) -> tuple[float, float]:
-    """(user, system) summed over the processes that are still there."""
-    times = cpu_by_pid(pids).values()
-    return sum(u for u, _ in times), sum(s for _, s in times)
-
-
 def used_between(
     before: dict[int, tuple[float, float]], after: dict[int, tuple[float, float]]
 ) -> tuple[float, float]:

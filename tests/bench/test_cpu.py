@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from bench.cpu import cpu_seconds, descendants, server_groups, used_between
+from bench.cpu import cpu_by_pid, descendants, server_groups, used_between
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc")
 
@@ -42,11 +42,11 @@ def test_a_server_tree_splits_into_its_ledger_writers_and_the_rest_and_their_cpu
         assert sorted(groups["workers"]) == sorted([parent.pid, other])
 
         deadline = time.monotonic() + 30
-        while sum(cpu_seconds([writer])) < 0.25 and time.monotonic() < deadline:
+        while sum(cpu_by_pid([writer])[writer]) < 0.25 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert sum(cpu_seconds([writer])) >= 0.25, "the spinning child's 0.3 s of CPU shows in /proc"
-        assert sum(cpu_seconds([other])) < 0.25, "the idle one's does not"
-        assert cpu_seconds([2**22 + 1]) == (0.0, 0.0), "a process that is gone counts nothing"
+        assert sum(cpu_by_pid([writer])[writer]) >= 0.25, "the spinning child's 0.3 s of CPU shows in /proc"
+        assert sum(cpu_by_pid([other])[other]) < 0.25, "the idle one's does not"
+        assert cpu_by_pid([2**22 + 1]) == {}, "a process that is gone counts nothing"
     finally:
         if parent.stdin is not None:
             parent.stdin.close()

@@ -22,6 +22,7 @@ from adslot.ids import uuid7
 from adslot.ledger.claims import Claim, Claims, PacePlan, Spacing, claims_json, parse_claims
 from adslot.ledger.group_commit import GroupCommitter
 from adslot.ledger.records import AdRequest, Fire, Issue, NoFill, Operation, Release, Settle, Verdict
+from adslot.ledger.resolve import TIME_INDEX, Times
 from adslot.ledger.store import LedgerStore
 from adslot.settings import EnvironmentSettings
 from adslot.storage.database import sqlite_path
@@ -305,3 +306,8 @@ def check_accounting(db: LedgerDatabase) -> int:
         for (t1, g1), (t2, g2) in itertools.combinations(times, 2):
             assert abs(t1 - t2) >= max(g1, g2), f"{key}: plays at {t1} and {t2}"
     return len(rows)
+
+
+def times_of(columns: dict[str, int]) -> Times:
+    """An ad request's event times with the given columns set, the others None."""
+    return tuple(columns.get(column) for column in TIME_INDEX)

@@ -6,8 +6,8 @@ import gc
 import uuid
 
 from adslot.ledger.remembered import Remembered, after, issued
-from adslot.ledger.resolve import NO_TIMES, TIME_INDEX, Current, RowChange, times_of
-from tests.ledger.stores import record
+from adslot.ledger.resolve import NO_TIMES, TIME_INDEX, Current, RowChange
+from tests.ledger.stores import record, times_of
 
 A = uuid.UUID(int=1)
 B = uuid.UUID(int=2)

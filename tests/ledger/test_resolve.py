@@ -12,9 +12,9 @@ from adslot.ledger.resolve import (
     resolve,
     resolve_releases,
     resolve_settles,
-    times_of,
 )
 from adslot.ledger.store import Batch
+from tests.ledger.stores import times_of
 
 A = uuid.UUID(int=1)
 B = uuid.UUID(int=2)

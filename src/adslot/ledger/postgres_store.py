@@ -8,9 +8,9 @@ write a data-modifying WITH of it; the tables and rows are disjoint, so their or
 matter) and stores the frames' answers, and the expiry sweep's pruning. Each statement is a round trip to
 the database and back, which on a network costs more than the statement: a batch of ad requests that reserve
 nothing takes three (BEGIN, the writes, COMMIT; five before the writes were one statement), a batch of pixels
-four (and the locking read). Locks are always taken ad requests first, then
-counters, then request_stats, each in a fixed order, so concurrent workers wait for each other but never
-deadlock; the rules run in between, in the shared Batch.
+four (and the locking read). Locks are always taken ad requests first, then counters, then request_stats,
+each in a fixed order, so concurrent workers wait for each other but never deadlock; the rules run in
+between, in the shared Batch.
 """
 
 from __future__ import annotations

@@ -53,11 +53,6 @@ class Current(NamedTuple):
         return self.times[_IMPRESSION] is not None
 
 
-def times_of(columns: Mapping[str, int]) -> Times:
-    """Times with the given event columns set, the others None."""
-    return tuple(columns.get(column) for column in TIME_INDEX)
-
-
 @dataclass(slots=True)
 class RowChange:
     """Per ad request: event columns to set (only where still NULL), fire bits to set, counters to add,
