@@ -174,6 +174,9 @@ ad_requests = sa.Table(
     ),
     sa.Index("ix_ad_requests_venue_play_time", "venue_id", "play_time"),
     sa.Index("ix_ad_requests_play_time", "play_time"),
+    # PostgreSQL: each pixel rewrites the row; pages left half free keep its new version on the same page
+    # (a HOT update, no index entries). Migration 0006 sets it on existing databases.
+    postgresql_with={"fillfactor": 50},
 )
 
 # Reservations against caps, pacing and frequency: one row per counter key (e.g. a campaign's lifetime plays,
