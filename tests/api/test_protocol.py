@@ -6,6 +6,7 @@ gets: pipelined answers in request order, keep-alive and `Connection: close`, bo
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from collections.abc import Iterator
@@ -214,13 +215,33 @@ def test_a_ledger_that_cannot_write_is_answered_503_with_retry_after_in_the_lane
     ad = issue(http, live)["ad_request_uuid"]
     assert live.app is not None
 
-    async def refuse(op: object) -> object:
+    def refuse(op: object) -> object:
         raise LedgerUnavailable("the ledger is not running (not yet started, or stopping)")
 
-    monkeypatch.setattr(live.app.environments["production"].writer, "submit", refuse)
+    monkeypatch.setattr(live.app.environments["production"].writer, "enqueue", refuse)
     [(status, headers, body)] = _exchange(live, _get(_pixel(ad)))
     assert status == 503 and headers["retry-after"] == "1"
     assert json.loads(body)["error"]["code"] == "storage_unavailable"
+
+
+def test_a_pixel_whose_batch_fails_is_answered_503_from_its_verdict_in_the_lane(
+    live: LiveServer, http: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ad = issue(http, live)["ad_request_uuid"]
+    assert live.app is not None
+    writer = live.app.environments["production"].writer
+
+    def failed(op: object) -> asyncio.Future[object]:
+        # As the group committer fails a batch the database refused: the verdict's future, not the call.
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        future.get_loop().call_later(0.01, future.set_exception, LedgerUnavailable("the database is locked"))
+        return future
+
+    monkeypatch.setattr(writer, "enqueue", failed)
+    [(status, headers, body), (second, _, _)] = _exchange(live, _get(_pixel(ad)), _get(_pixel(ad)))
+    assert status == 503 and headers["retry-after"] == "1"
+    assert json.loads(body)["error"]["code"] == "storage_unavailable"
+    assert second == 503, "the connection stays in step: the pipelined pixel is answered after the first"
 
 
 def test_ad_requests_in_the_lane_answer_413_past_the_body_limit_and_keep_the_connection_in_step(

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import pytest
 
 from adslot.ledger.group_commit import GroupCommitter
+from adslot.storage.failures import LedgerUnavailable
 
 T = TypeVar("T")
 WAIT = 5.0
@@ -335,5 +336,31 @@ def test_submit_before_start_raises() -> None:
         committer: GroupCommitter[int, str] = GroupCommitter(Apply())
         with pytest.raises(RuntimeError, match="not running"):
             await committer.submit(1)
+
+    run(scenario)
+
+
+def test_enqueued_operations_share_a_batch_and_each_future_carries_its_own_result_or_error() -> None:
+    async def scenario() -> None:
+        apply = Apply(fail_on=frozenset({3}))
+        committer = await started(apply)
+        futures = [committer.enqueue(op) for op in (1, 2, 3)]
+        await asyncio.wait(futures)
+        assert [f.result() for f in futures[:2]] == ["done-1", "done-2"]
+        with pytest.raises(ValueError, match=r"cannot write \[3\]"):
+            futures[2].result()
+        assert apply.batches[0] == [1, 2, 3], "one batch for the three, in the order they came"
+        assert await committer.submit(4) == "done-4"
+        await committer.close()
+
+    run(scenario)
+
+
+def test_enqueue_refuses_at_once_when_the_committer_is_closing() -> None:
+    async def scenario() -> None:
+        committer = await started(Apply())
+        await committer.close()
+        with pytest.raises(LedgerUnavailable):
+            committer.enqueue(1)
 
     run(scenario)

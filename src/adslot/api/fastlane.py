@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from adslot.api.ad_request import handle_ad_request
-from adslot.api.proof_of_play import handle_event, handle_inline_vast
+from adslot.api.proof_of_play import Pending, answered, begin_event, handle_inline_vast
 from adslot.api.reply import NO_STORE, Reply, failure_reply
 from adslot.environment import Environment
 from adslot.vast.urls import QUARTILE_EVENTS
@@ -24,6 +24,8 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 Handler = Callable[[], Coroutine[Any, Any, Reply]]
+Begin = Callable[[], Reply | Pending]
+"""A pixel's begin_event with its request's arguments bound."""
 
 AD_REQUEST_PATHS = frozenset({"/api/v1/ad/request", "/ad/request"})
 CALLBACK_PATHS = frozenset({"/api/v1/ad/callback/", "/api/v1/ad/callback"})
@@ -99,13 +101,13 @@ async def _send(send: Send, reply: Reply, head: bool) -> None:
     await send({"type": "http.response.body", "body": b"" if head else reply.body})
 
 
-def bodiless_route(env: Environment, method: str, path: str, query: bytes) -> Handler | None:
-    """The handler of a hot GET or HEAD (a pixel, the inline VAST), or None: what both lanes serve
-    without a body. `path` is relative to the environment's mount."""
+def pixel_route(env: Environment, path: str, query: bytes) -> Begin | None:
+    """The begin_event of a pixel (impression or tracking) at `path`, relative to the environment's mount,
+    or None: the protocol lane answers it from its verdict's callback, the ASGI lanes await it."""
     if path in CALLBACK_PATHS:
         params = read_query(query)
         return partial(
-            handle_event,
+            begin_event,
             env,
             event="impression",
             ad_request_uuid=params.get("ad_request_uuid"),
@@ -114,13 +116,26 @@ def bodiless_route(env: Environment, method: str, path: str, query: bytes) -> Ha
     if path in TRACKING_PATHS:
         params = read_query(query)
         return partial(
-            handle_event,
+            begin_event,
             env,
             event=params.get("event"),
             ad_request_uuid=params.get("ad_request_uuid"),
             layer=params.get("layer"),
             events=QUARTILE_EVENTS,
         )
+    return None
+
+
+async def _pixel(begin: Begin) -> Reply:
+    return await answered(begin())
+
+
+def bodiless_route(env: Environment, method: str, path: str, query: bytes) -> Handler | None:
+    """The handler of a hot GET or HEAD (a pixel, the inline VAST), or None: what both lanes serve
+    without a body. `path` is relative to the environment's mount."""
+    begin = pixel_route(env, path, query)
+    if begin is not None:
+        return partial(_pixel, begin)
     if method == "GET" and path.startswith(VAST_PREFIX) and "/" not in path[len(VAST_PREFIX) :]:
         return partial(handle_inline_vast, env, path[len(VAST_PREFIX) :])
     return None

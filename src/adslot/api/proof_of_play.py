@@ -5,8 +5,12 @@ They carry no key: the unguessable ad request uuid is the capability, as the con
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
+from collections.abc import Callable
+from functools import partial
+from typing import NamedTuple
 
 from adslot import __version__
 from adslot.api.reply import NO_STORE, XML, Reply, error_reply, json_reply
@@ -14,7 +18,7 @@ from adslot.decision.model import Creative
 from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.ids import parse_uuid
-from adslot.ledger.records import AdRequest, Fire
+from adslot.ledger.records import AdRequest, Fire, Verdict
 from adslot.vast.inline import InlineCreative, MediaFile, build_inline
 from adslot.vast.urls import EVENTS
 from adslot.vast.wrapper import EMPTY_VAST
@@ -55,16 +59,25 @@ def _expired(expires_at: int, now: int) -> ApiError:
     )
 
 
-async def handle_event(
+class Pending(NamedTuple):
+    """A pixel fire handed to the ledger's group commit: its verdict to come, and what makes the answer."""
+
+    verdict: asyncio.Future[Verdict]
+    finish: Callable[[Verdict], Reply]
+
+
+def begin_event(
     env: Environment,
     *,
     event: str | None,
     ad_request_uuid: str | None,
     layer: str | None = None,
     events: tuple[str, ...] = EVENTS,
-) -> Reply:
-    """Record one pixel fire: counted once, repeats kept as duplicates, late fires kept but not counted.
+) -> Reply | Pending:
+    """Check one pixel fire and hand it to the ledger: the answer to an invalid one, else its Pending.
 
+    No coroutine: the protocol lane answers a pixel from its verdict's done-callback, with no task per request
+    (a task, its first step and its resumption cost the worker ~3 µs a pixel, measured with uvloop).
     `events` is what the URL accepts: the tracking URL passes QUARTILE_EVENTS (impressions have their own).
     """
     try:
@@ -76,8 +89,17 @@ async def handle_event(
         layer = layer or "wrapper"
         if layer not in LAYERS:
             raise ApiError(400, "invalid_layer", "layer must be wrapper or inline", "layer")
-        now = int(time.time())
-        verdict = await env.writer.submit(Fire(ad_request_id, event, layer, now))
+    except ApiError as error:
+        return error_reply(error, NO_STORE)
+    now = int(time.time())
+    verdict = env.writer.enqueue(Fire(ad_request_id, event, layer, now))
+    # The canonical form the pattern accepted, lowercased, is exactly str(ad_request_id), and cheaper.
+    return Pending(verdict, partial(_event_reply, ad_request_uuid.lower(), event, now))  # type: ignore[union-attr]
+
+
+def _event_reply(canonical: str, event: str, now: int, verdict: Verdict) -> Reply:
+    """Counted once, repeats kept as duplicates, late fires kept but not counted: what the ledger said."""
+    try:
         if verdict.outcome == "unknown":
             raise UNKNOWN
         if verdict.outcome == "late":
@@ -87,10 +109,29 @@ async def handle_event(
             raise RELEASED
     except ApiError as error:
         return error_reply(error, NO_STORE)
-    # The canonical form the pattern accepted, lowercased, is exactly str(ad_request_id), and cheaper.
-    canonical = ad_request_uuid.lower()  # type: ignore[union-attr]
     return json_reply(
         200, {"ad_request_uuid": canonical, "event": event, "result": verdict.outcome}, NO_STORE
+    )
+
+
+async def answered(started: Reply | Pending) -> Reply:
+    """begin_event's answer, awaited: how the ASGI lanes serve a pixel."""
+    if isinstance(started, Pending):
+        return started.finish(await started.verdict)
+    return started
+
+
+async def handle_event(
+    env: Environment,
+    *,
+    event: str | None,
+    ad_request_uuid: str | None,
+    layer: str | None = None,
+    events: tuple[str, ...] = EVENTS,
+) -> Reply:
+    """Record one pixel fire (begin_event), and answer once its batch is committed."""
+    return await answered(
+        begin_event(env, event=event, ad_request_uuid=ad_request_uuid, layer=layer, events=events)
     )
 
 

@@ -10,11 +10,13 @@ checks one by one, and two socket writes. Measured on 2 cores with wrk -c64, a b
 This protocol serves the exact hot paths (POST of the ad request, GET and HEAD of the impression and tracking
 pixels, GET of the inline VAST; `fastlane.ad_request_route` and `fastlane.bodiless_route`, which the ASGI fast
 lane uses too, so both run the same handler) as soon as a request's message is complete: one task for the
-handler, one write of status line, headers and body. An ad request's body is kept up to one byte past
-ADSLOT_MAX_BODY_BYTES (enough to answer 413), the rest read and dropped. Anything else, and any request
-it is not sure of (a percent-escaped or absolute URL, `Expect`, a connection with a request already in
-flight or whose client is not reading its answers, access logging or a concurrency limit switched on),
-goes the ordinary way through ASGI to the fast lane and Litestar, which answer the same paths identically.
+handler (none for a pixel: its fire goes to the ledger's group commit at once and its answer is made in the
+verdict's done-callback, `fastlane.pixel_route`), one write of status line, headers and body. An ad
+request's body is kept up to one byte past ADSLOT_MAX_BODY_BYTES (enough to answer 413), the rest read and
+dropped. Anything else, and any request it is not sure of (a percent-escaped or absolute URL, `Expect`, a
+connection with a request already in flight or whose client is not reading its answers, access logging or a
+concurrency limit switched on), goes the ordinary way through ASGI to the fast lane and Litestar, which
+answer the same paths identically.
 
 HTTP/1.1 semantics stay uvicorn's: while a hot answer is pending, a stand-in cycle makes pipelined requests
 queue behind it (answers leave in request order), keep-alive and `Connection: close` are honoured, and a
@@ -25,6 +27,7 @@ is written). The default headers (`date`, `server`) are uvicorn's own.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from uvicorn.config import Config
@@ -33,11 +36,14 @@ from uvicorn.server import ServerState
 
 from adslot.api.fastlane import (
     AD_REQUEST_PATHS,
+    Begin,
     Handler,
     ad_request_route,
     bodiless_route,
+    pixel_route,
     response_headers,
 )
+from adslot.api.proof_of_play import Pending
 from adslot.api.reply import NO_STORE, Reply, failure_reply
 from adslot.environment import Environment
 
@@ -70,6 +76,15 @@ async def _read_body() -> Reply:
 
 _READ_BODY: Handler = _read_body
 """What an ad request's headers route to: its handler is made once its body has been read."""
+
+
+async def _pixel() -> Reply:
+    raise AssertionError("a placeholder: on_message_complete begins the pixel without a task")
+
+
+_PIXEL: Handler = _pixel
+"""What a pixel's headers route to: on_message_complete begins it (fastlane.pixel_route) and answers from its
+verdict's callback."""
 
 
 def _app_lanes(app: Any) -> list[tuple[bytes, Environment]]:
@@ -120,6 +135,8 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         """An ad request being read: its environment and query, until its body is complete."""
         self._body: list[bytes] = []
         self._body_size = 0
+        self._begin: Begin | None = None
+        """A pixel being read: its begin_event, until its message is complete."""
 
     def on_headers_complete(self) -> None:
         idle = (self.cycle is None or self.cycle.response_complete) and not self.pipeline
@@ -149,6 +166,10 @@ class AdslotHttpProtocol(HttpToolsProtocol):
                 path = raw_path[len(mount) :].decode("ascii")
                 self._method = method.decode("ascii")
                 if method != b"POST":
+                    begin = pixel_route(env, path, query)
+                    if begin is not None:
+                        self._begin = begin
+                        return _PIXEL
                     return bodiless_route(env, self._method, path, query)
                 if path not in AD_REQUEST_PATHS:
                     return None
@@ -179,26 +200,63 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         answering: _Answering = self.cycle  # type: ignore[assignment]
         method = self._method
         url = self.url
+        if handler is _PIXEL:
+            self._begin_pixel(answering, method, url)
+            return
         task: asyncio.Task[Reply] = self.loop.create_task(handler())
         self.tasks.add(task)  # type: ignore[arg-type]  # uvicorn types its set for ASGI tasks
-        task.add_done_callback(self.tasks.discard)
         task.add_done_callback(lambda done: self._answer(answering, method, url, done))
 
-    def _answer(self, answering: _Answering, method: str, url: bytes, done: asyncio.Task[Reply]) -> None:
-        answering.response_complete = True
+    def _begin_pixel(self, answering: _Answering, method: str, url: bytes) -> None:
+        """Hand the pixel to the ledger and answer from its verdict's callback: no task, no coroutine."""
+        begin, self._begin = self._begin, None
+        assert begin is not None
+        try:
+            started = begin()
+        except Exception as exc:  # the ledger is stopping: answered as the ASGI lane would
+            started = failure_reply(exc, method, url.partition(b"?")[0].decode("ascii"), NO_STORE)
+        if isinstance(started, Pending):
+            verdict, finish = started
+            # In the server's task set, as a task would be: a graceful shutdown waits for it, and cancels it
+            # when it times out.
+            self.tasks.add(verdict)  # type: ignore[arg-type]
+            verdict.add_done_callback(lambda done: self._answer(answering, method, url, done, finish))
+        else:  # refused before the ledger: answered on the loop's next pass, as a task's answer would be
+            self.loop.call_soon(self._respond, answering, method, started)
+
+    def _answer(
+        self,
+        answering: _Answering,
+        method: str,
+        url: bytes,
+        done: asyncio.Future[Any],
+        finish: Callable[[Any], Reply] | None = None,
+    ) -> None:
+        """Answer from a finished task (its Reply) or verdict future (`finish` makes its Reply)."""
+        self.tasks.discard(done)
         if done.cancelled():  # the graceful shutdown timed out: nothing to answer, close as uvicorn does
+            answering.response_complete = True
             self.transport.close()
             return
         exc = done.exception()
         if exc is None:
-            reply = done.result()
-        elif isinstance(exc, Exception):
+            try:
+                result = done.result()
+                reply = result if finish is None else finish(result)
+            except Exception as error:
+                exc = error
+        if exc is not None:
+            if not isinstance(exc, Exception):  # SystemExit, KeyboardInterrupt: nothing to answer with
+                answering.response_complete = True
+                self.transport.close()
+                return
             # As the ASGI lane answers: the error envelope (a 503 when the storage cannot serve), logged with
             # the path only (a query's uuid is a capability).
             reply = failure_reply(exc, method, url.partition(b"?")[0].decode("ascii"), NO_STORE)
-        else:  # SystemExit, KeyboardInterrupt: the process is going; nothing to answer with
-            self.transport.close()
-            return
+        self._respond(answering, method, reply)
+
+    def _respond(self, answering: _Answering, method: str, reply: Reply) -> None:
+        answering.response_complete = True
         transport = self.transport
         if transport.is_closing():
             return  # the player went away; what it fired is stored, and its retry is a duplicate

@@ -46,12 +46,17 @@ class GroupCommitter(Generic[Op, Result]):
         self._task = self._loop.create_task(self._run(), name="adslot-group-commit")
 
     async def submit(self, op: Op) -> Result:
+        return await self.enqueue(op)
+
+    def enqueue(self, op: Op) -> asyncio.Future[Result]:
+        """submit() without a coroutine: the future of `op`'s result, for a caller that answers from a
+        done-callback instead of a task (the protocol lane's pixels: a task per request costs ~3 µs)."""
         if self._closing or self._task is None or self._loop is None:
             raise LedgerUnavailable("the ledger is not running (not yet started, or stopping)")
         future: asyncio.Future[Result] = self._loop.create_future()
         self._pending.append((op, future))
         self._wakeup.set()
-        return await future
+        return future
 
     async def close(self) -> None:
         """Write everything already submitted, then stop."""
