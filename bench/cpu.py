@@ -7,7 +7,7 @@ used, which is what decides a ratio when the load generator shares the CPUs with
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import msgspec
@@ -45,16 +45,21 @@ def cpu_by_pid(pids: list[int]) -> dict[int, tuple[float, float]]:
 
 
 def used_between(
-    before: dict[int, tuple[float, float]], after: dict[int, tuple[float, float]]
+    before: dict[int, tuple[float, float]], after: dict[int, tuple[float, float]], *, started: bool = False
 ) -> tuple[float, float]:
     """(user, system) CPU seconds the processes read at both ends used in between. One that exited meanwhile
     (a PostgreSQL backend whose connection closed) is left out, its last CPU gone with it: summing the group
-    at each end instead subtracted its whole lifetime's CPU, and gave negative figures."""
+    at each end instead subtracted its whole lifetime's CPU, and gave negative figures. With `started`, one
+    read only at the end started in between, so all its CPU counts: the group was listed again at the end
+    (a connection pool replaces its PostgreSQL connections, asyncpg's after 50,000 queries each)."""
     user = system = 0.0
     for pid, (u, s) in after.items():
         if pid in before:
             user += u - before[pid][0]
             system += s - before[pid][1]
+        elif started:
+            user += u
+            system += s
     return user, system
 
 
@@ -106,17 +111,25 @@ def server_groups(root: int) -> dict[str, list[int]]:
     return groups
 
 
+Pids = list[int] | Callable[[], list[int]]
+"""A group's processes: fixed, or listed again at each end of a run (processes that come and go)."""
+
+
+def _listed(pids: Pids) -> list[int]:
+    return pids() if callable(pids) else pids
+
+
 def cpu_during(
-    load: Callable[[], WrkResult], groups: dict[str, list[int]]
+    load: Callable[[], WrkResult], groups: Mapping[str, Pids]
 ) -> tuple[WrkResult, dict[str, tuple[float, float]]]:
     """Run `load` (one wrk run): its result, and the (user, system) CPU seconds each group used meanwhile, and
     "wrk" its own: our only child that runs and is reaped meanwhile, so the children's times are its."""
-    before = {name: cpu_by_pid(pids) for name, pids in groups.items()}
+    before = {name: cpu_by_pid(_listed(pids)) for name, pids in groups.items()}
     children = os.times()
     result = load()
-    after = {name: cpu_by_pid(pids) for name, pids in groups.items()}
+    after = {name: cpu_by_pid(_listed(pids)) for name, pids in groups.items()}
     children_after = os.times()
-    used = {name: used_between(before[name], after[name]) for name in groups}
+    used = {name: used_between(before[name], after[name], started=callable(groups[name])) for name in groups}
     used["wrk"] = (
         children_after.children_user - children.children_user,
         children_after.children_system - children.children_system,
@@ -124,7 +137,7 @@ def cpu_during(
     return result, used
 
 
-def measure_cpu(load: Callable[[], WrkResult], groups: dict[str, list[int]]) -> WrkResult:
+def measure_cpu(load: Callable[[], WrkResult], groups: Mapping[str, Pids]) -> WrkResult:
     """`load`'s result with each group's CPU µs (user + system) per request, wrk's included."""
     result, used = cpu_during(load, groups)
     if not result.requests:

@@ -27,12 +27,12 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from functools import cache
 from pathlib import Path
 
-from bench.cpu import WRITER, cpu_during, postgres_pids, process_cpu_seconds
+from bench.cpu import WRITER, Pids, cpu_during, postgres_pids, process_cpu_seconds
 from bench.postgres import drop_schemas, fresh_schemas, unreachable_reason
 from bench.scenarios import Scenario, select
 from bench.servers import (
@@ -145,7 +145,7 @@ def fold(
 
 
 def cpu_per_request(
-    load: Callable[[int], WrkResult], seconds: int, pids: dict[str, list[int]]
+    load: Callable[[int], WrkResult], seconds: int, pids: Mapping[str, Pids]
 ) -> tuple[WrkResult, list[tuple[str, float, float]]]:
     """One load run: (user µs, system µs) per request for each named group of processes, and for wrk."""
     result, used = cpu_during(lambda: load(seconds), pids)
@@ -272,11 +272,11 @@ def _profile(
         result = load(seconds)
         for spy_process in spies:
             spy_process.wait(timeout=seconds + 60)
-        names = {"uvicorn worker": [worker]}
+        names: dict[str, Pids] = {"uvicorn worker": [worker]}
         if writer is not None:
             names["ledger writer"] = [writer]
         if postgres_url is not None and not bare:
-            names["PostgreSQL server processes"] = postgres_pids()
+            names["PostgreSQL server processes"] = postgres_pids  # listed at each end: pools reconnect
         measured, cpu_rows = cpu_per_request(load, seconds, names)
     requests = result.rps * seconds
     who = "bare app" if bare else f"adslot ({'PostgreSQL' if postgres_url else 'SQLite'}, 1 worker)"

@@ -13,7 +13,7 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
@@ -22,7 +22,7 @@ from types import FrameType
 
 from adslot.settings import EnvironmentSettings, load_settings
 from bench import growth, report
-from bench.cpu import measure_cpu
+from bench.cpu import Pids, measure_cpu
 from bench.postgres import drop_schemas, fresh_schemas, redacted, unreachable_reason
 from bench.report import Config, Row
 from bench.scenarios import SCENARIOS, Scenario, select
@@ -186,7 +186,7 @@ class Target:
     script_args: dict[str, str]
 
 
-Processes = Callable[[Target], dict[str, list[int]]]
+Processes = Callable[[Target], Mapping[str, Pids]]
 """The groups of processes whose CPU a run of `target` costs (its server's, the database's)."""
 Records = Callable[[], dict[str, int]]
 """Reads adslot's Proof-of-Play totals (counted, duplicate, late) over the benchmark's ad requests."""

@@ -357,9 +357,10 @@ def delivery_totals(url: str, admin: str, timeout_s: float = 120, around: int = 
     }
 
 
-MINT_FACTOR = 2.5
+MINT_FACTOR = 3.5
 """Seconds of minting ad requests per second of pixel runs, per request made for each uuid: a server
-answers pixels at up to about twice the rate at which wrk mints ad requests on it (parsing every answer)."""
+answers pixels at up to about 2.5 times the rate at which wrk mints ad requests on it (parsing every answer;
+measured on 2026-11-26, when 2.5 ran a quick run's list out), and a margin."""
 MINT_MIN_SECONDS = 3
 """A server answers slower in its first second (imports, caches): no list is minted in less."""
 

@@ -24,7 +24,7 @@ import msgspec
 
 from adslot.settings import load_settings
 from bench import report
-from bench.cpu import postgres_pids, server_groups
+from bench.cpu import Pids, postgres_pids, server_groups
 from bench.postgres import drop_schemas, fresh_schemas, redacted
 from bench.report import Machine, Side
 from bench.runner import (
@@ -309,12 +309,13 @@ class WorkersBench:
         return launch
 
 
-def processes(target: Target, *, postgres: bool) -> dict[str, list[int]]:
+def processes(target: Target, *, postgres: bool) -> dict[str, Pids]:
     """What a run of `target` costs: its server's workers and ledger writer, and PostgreSQL's processes
-    (shared by both servers, but only the one under load keeps them busy)."""
-    groups = server_groups(target.server.process.pid)
+    (shared by both servers, but only the one under load keeps them busy; listed at each end of the run, as
+    the writers' pools replace their connections)."""
+    groups: dict[str, Pids] = {**server_groups(target.server.process.pid)}
     if postgres:
-        groups["PostgreSQL"] = postgres_pids()
+        groups["PostgreSQL"] = postgres_pids
     return groups
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from bench.cpu import cpu_by_pid, descendants, server_groups, used_between
+from bench.cpu import cpu_by_pid, cpu_during, descendants, server_groups, used_between
+from bench.wrk import WrkResult
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc")
 
@@ -57,3 +59,28 @@ def test_a_process_that_exits_between_the_two_reads_is_left_out_never_subtracted
     before = {1: (5.0, 1.0), 2: (100.0, 20.0)}
     after = {1: (5.5, 1.25), 3: (0.5, 0.5)}  # 2 exited (its 120 s are gone), 3 started meanwhile
     assert used_between(before, after) == (0.5, 0.25)
+
+
+def test_a_group_listed_at_each_end_counts_all_the_cpu_of_a_process_started_in_between() -> None:
+    before = {1: (5.0, 1.0), 2: (100.0, 20.0)}
+    after = {1: (5.5, 1.25), 3: (0.5, 0.5)}  # 3: a backend a pool opened during the run
+    assert used_between(before, after, started=True) == (1.0, 0.75)
+
+
+def test_cpu_during_lists_a_live_group_again_after_the_run() -> None:
+    listed: list[int] = []
+    me = os.getpid()
+
+    def pids() -> list[int]:
+        listed.append(me)
+        return [me]
+
+    def load() -> WrkResult:
+        deadline = time.process_time() + 0.1
+        while time.process_time() < deadline:
+            pass
+        return WrkResult(1, 0.05, 20.0, 0, 0, 0, 0, 0, 0, 0.0, 0, {})
+
+    _, used = cpu_during(load, {"live": pids, "fixed": [me]})
+    assert len(listed) == 2, "read before and after the run"
+    assert sum(used["live"]) >= 0.05 and sum(used["fixed"]) >= 0.05
