@@ -119,7 +119,7 @@ def _bucket(stack: list[str], rules: list[Rule], *, worker: bool) -> str:
     leaf = stack[-1]
     if worker and "httptools_impl.py" in leaf and "RequestResponseCycle.send" in leaf:
         return "uvicorn: socket writes (headers, body)"
-    if worker and "protocol.py" in leaf and "_answer" in leaf:
+    if worker and "protocol.py" in leaf and ("_respond" in leaf or "_answer" in leaf):
         return "protocol lane: the answer's one socket write"
     for frame in reversed(stack):
         for name, matches in rules:

@@ -10,6 +10,7 @@ import re
 
 import psycopg
 import pytest
+from bench.profile import WORKER_BUCKETS, _bucket
 
 from tests.bench.test_bench_smoke import require_wrk, run_bench
 from tests.conftest import require_postgres
@@ -58,3 +59,13 @@ def _bench_schemas(url: str) -> set[str]:
     with psycopg.connect(url) as conn:
         rows = conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'bench_%'").fetchall()
     return {row[0] for row in rows}
+
+
+def test_a_sample_in_the_lanes_answer_write_goes_to_its_own_bucket() -> None:
+    leaves = (
+        "AdslotHttpProtocol._respond (adslot/api/protocol.py:250)",
+        "AdslotHttpProtocol._answer (adslot/api/protocol.py:9)",
+    )
+    for leaf in leaves:
+        stack = ["Runner.run (asyncio/runners.py:118)", leaf]
+        assert _bucket(stack, WORKER_BUCKETS, worker=True) == "protocol lane: the answer's one socket write"
