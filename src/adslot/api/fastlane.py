@@ -130,15 +130,20 @@ async def _pixel(begin: Begin) -> Reply:
     return await answered(begin())
 
 
+def inline_vast_route(env: Environment, method: str, path: str) -> Handler | None:
+    """The handler of a GET of an inline VAST at `path`, relative to the environment's mount, or None."""
+    if method == "GET" and path.startswith(VAST_PREFIX) and "/" not in path[len(VAST_PREFIX) :]:
+        return partial(handle_inline_vast, env, path[len(VAST_PREFIX) :])
+    return None
+
+
 def bodiless_route(env: Environment, method: str, path: str, query: bytes) -> Handler | None:
     """The handler of a hot GET or HEAD (a pixel, the inline VAST), or None: what both lanes serve
     without a body. `path` is relative to the environment's mount."""
     begin = pixel_route(env, path, query)
     if begin is not None:
         return partial(_pixel, begin)
-    if method == "GET" and path.startswith(VAST_PREFIX) and "/" not in path[len(VAST_PREFIX) :]:
-        return partial(handle_inline_vast, env, path[len(VAST_PREFIX) :])
-    return None
+    return inline_vast_route(env, method, path)
 
 
 def ad_request_route(

@@ -8,10 +8,10 @@ checks one by one, and two socket writes. Measured on 2 cores with wrk -c64, a b
 (bench/README.md), so that machinery, not adslot's handler, was most of a pixel's CPU in the worker.
 
 This protocol serves the exact hot paths (POST of the ad request, GET and HEAD of the impression and tracking
-pixels, GET of the inline VAST; `fastlane.ad_request_route` and `fastlane.bodiless_route`, which the ASGI fast
-lane uses too, so both run the same handler) as soon as a request's message is complete: one task for the
-handler (none for a pixel: its fire goes to the ledger's group commit at once and its answer is made in the
-verdict's done-callback, `fastlane.pixel_route`), one write of status line, headers and body. An ad
+pixels, GET of the inline VAST; `fastlane.ad_request_route`, `pixel_route` and `inline_vast_route`, which
+the ASGI fast lane uses too, so both run the same handler) as soon as a request's message is complete: one
+task for the handler (none for a pixel: its fire goes to the ledger's group commit at once and its answer is
+made in the verdict's done-callback), one write of status line, headers and body. An ad
 request's body is kept up to one byte past ADSLOT_MAX_BODY_BYTES (enough to answer 413), the rest read and
 dropped. Anything else, and any request it is not sure of (a percent-escaped or absolute URL, `Expect`, a
 connection with a request already in flight or whose client is not reading its answers, access logging or a
@@ -39,7 +39,7 @@ from adslot.api.fastlane import (
     Begin,
     Handler,
     ad_request_route,
-    bodiless_route,
+    inline_vast_route,
     pixel_route,
     response_headers,
 )
@@ -170,7 +170,7 @@ class AdslotHttpProtocol(HttpToolsProtocol):
                     if begin is not None:
                         self._begin = begin
                         return _PIXEL
-                    return bodiless_route(env, self._method, path, query)
+                    return inline_vast_route(env, self._method, path)
                 if path not in AD_REQUEST_PATHS:
                     return None
                 self._post = (env, query)
