@@ -11,8 +11,9 @@ from itertools import combinations
 import pytest
 
 from adslot.environment import prepare_database
-from adslot.ledger.postgres_store import WRITES, write_all
+from adslot.ledger.postgres_store import WRITES, update_arrays, update_sql, write_all
 from adslot.ledger.records import Fire, Issue
+from adslot.ledger.resolve import RowChange
 from adslot.storage.database import make_engine
 from tests.conftest import drop_schemas, free_port, make_settings
 from tests.ledger.stores import PLAY, LedgerDatabase, record
@@ -22,22 +23,75 @@ def parameters(sql: str) -> list[int]:
     return sorted({int(n) for n in re.findall(r"\$(\d+)", sql)})
 
 
+ALL_WRITES = {**WRITES, "update": update_sql(("impression_at", "complete_at"), True)}
+
+
 def test_each_write_keeps_its_own_parameters_numbered_on_from_the_ones_before() -> None:
-    for size in range(1, len(WRITES) + 1):
-        for parts in combinations(WRITES, size):
-            sql = write_all(parts)
-            expected = sum(len(parameters(WRITES[name])) for name in parts)
-            assert parameters(sql) == list(range(1, expected + 1)), parts
-            assert all(f"written_{name} AS (" in sql for name in parts)
+    for size in range(1, len(ALL_WRITES) + 1):
+        for names in combinations(ALL_WRITES, size):
+            sql = write_all(tuple((name, ALL_WRITES[name]) for name in names))
+            expected = sum(len(parameters(ALL_WRITES[name])) for name in names)
+            assert parameters(sql) == list(range(1, expected + 1)), names
+            assert all(f"written_{name} AS (" in sql for name in names)
 
 
 def test_it_counts_the_answers_it_stored_and_nothing_without_them() -> None:
-    assert write_all(("insert", "answers")).endswith("SELECT (SELECT count(*) FROM written_answers)")
-    assert write_all(("update",)).endswith("SELECT 0")
+    answers = ("answers", WRITES["answers"])
+    assert write_all((("insert", WRITES["insert"]), answers)).endswith(
+        "SELECT (SELECT count(*) FROM written_answers)"
+    )
+    assert write_all((("update", ALL_WRITES["update"]),)).endswith("SELECT 0")
     counters, insert = WRITES["counters"], WRITES["insert"]
-    shifted = write_all(("counters", "insert"))
+    shifted = write_all((("counters", counters), ("insert", insert)))
     assert counters in shifted, "the first write's parameters are left as they are"
     assert insert not in shifted and "$6::uuid[]" in shifted, "the second's start after the first's five"
+
+
+def _change(**fields: object) -> RowChange:
+    return RowChange(**fields)  # type: ignore[arg-type]
+
+
+def test_a_batch_of_first_impressions_updates_only_their_time_and_fired_bits() -> None:
+    changes = [(uuid.uuid4(), _change(set_times={"impression_at": 10 + i}, fired=1)) for i in range(3)]
+    sql, arrays = update_arrays(changes)
+    assert parameters(sql) == [1, 2, 3]
+    assert "impression_at = COALESCE(ad_requests.impression_at, c.impression_at)" in sql
+    assert "duplicate_count" not in sql and "settled_at" not in sql and "start_at" not in sql
+    assert arrays == [[10, 11, 12], [1, 1, 1], [ident for ident, _ in changes]]
+
+
+def test_the_update_sets_the_union_of_what_a_batchs_changes_set_each_row_null_where_it_sets_nothing() -> None:
+    a, b, c = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    changes = [
+        (a, _change(set_times={"complete_at": 7}, fired=64)),
+        (b, _change(duplicates=2)),
+        (c, _change(settled_at=9, settle_reason="expired", set_times={"impression_at": 5}, fired=1)),
+    ]
+    sql, arrays = update_arrays(changes)
+    assert sql == update_sql(("impression_at", "complete_at", "settled_at", "settle_reason"), True)
+    assert arrays == [
+        [None, None, 5],
+        [7, None, None],
+        [None, None, 9],
+        [None, None, "expired"],
+        [0, 2, 0],
+        [0, 0, 0],
+        [64, 0, 1],
+        [a, b, c],
+    ]
+
+
+def test_a_batch_of_repeats_alone_adds_to_the_counters_and_sets_no_time() -> None:
+    sql, arrays = update_arrays([(uuid.uuid4(), _change(duplicates=1, late=1))])
+    assert "COALESCE" not in sql and "duplicate_count = ad_requests.duplicate_count + c.dups" in sql
+    assert parameters(sql) == [1, 2, 3, 4] and arrays[:3] == [[1], [1], [0]]
+
+
+def test_an_echo_from_the_other_vast_layer_sets_only_its_fired_bit() -> None:
+    ident = uuid.uuid4()
+    sql, arrays = update_arrays([(ident, _change(fired=2))])
+    assert sql.startswith("UPDATE ad_requests SET fired = ad_requests.fired | c.fired FROM unnest(")
+    assert parameters(sql) == [1, 2] and arrays == [[2], [ident]]
 
 
 @pytest.fixture(scope="module")

@@ -33,10 +33,10 @@ from adslot.ledger.records import (
     Receipt,
     Verdict,
 )
+from adslot.ledger.resolve import RowChange
 from adslot.ledger.store import (
     ANSWER,
     ANSWER_COLUMNS,
-    COALESCE_SET,
     COUNTER_COLUMNS,
     COUNTER_SET,
     DUE_WHERE,
@@ -46,14 +46,13 @@ from adslot.ledger.store import (
     PRUNE_WHERE,
     SAVE_ANSWER_SET,
     SELECT_ONE,
-    SET_ONCE_COLUMNS,
     STATE_COLUMNS,
     STATS_UPSERT_SET,
     TIME_COLUMNS,
     Batch,
     answer_of,
     answer_rows,
-    change_values,
+    coalesce_set,
     current_of,
     issue_values,
 )
@@ -84,20 +83,46 @@ LOCK_DUE = (
     + DUE_WHERE.format(before="$1", limit="$2")
     + " FOR UPDATE SKIP LOCKED"
 )
-_N = len(SET_ONCE_COLUMNS)
-UPDATE = (
-    "UPDATE ad_requests SET "
-    + COALESCE_SET.format(**{c: f"c.{c}" for c in SET_ONCE_COLUMNS})
-    + ", "
-    + COUNTER_SET.format(dups="c.dups", late="c.late")
-    + ", "
-    + FIRED_SET.format(fired="c.fired")
-    + " FROM unnest("
-    + ", ".join(f"${i + 1}::{_TYPES[c]}[]" for i, c in enumerate(SET_ONCE_COLUMNS))
-    + f", ${_N + 1}::int[], ${_N + 2}::int[], ${_N + 3}::int[], ${_N + 4}::uuid[]) "
-    + f"AS c({', '.join(SET_ONCE_COLUMNS)}, dups, late, fired, id) "
-    "WHERE ad_requests.id = c.id"
-)
+
+
+@cache
+def update_sql(columns: tuple[str, ...], counters: bool) -> str:
+    """The UPDATE of a batch's changed ad requests, narrowed to the set-once columns its changes set and,
+    only when one of them has a repeated or late fire, the two counters: a batch of first impressions sends
+    three arrays (impression_at, fired, id) instead of twelve, which asyncpg encodes and PostgreSQL unnests
+    and COALESCEs for every row. The few combinations batches have are built (and prepared) once each."""
+    sets = [coalesce_set(columns, "c.{c}")]
+    names = list(columns)
+    types = [_TYPES[c] for c in columns]
+    if counters:
+        sets.append(COUNTER_SET.format(dups="c.dups", late="c.late"))
+        names += ["dups", "late"]
+        types += ["int", "int"]
+    sets.append(FIRED_SET.format(fired="c.fired"))
+    names += ["fired", "id"]
+    types += ["int", "uuid"]
+    arrays = ", ".join(f"${i + 1}::{t}[]" for i, t in enumerate(types))
+    return (
+        f"UPDATE ad_requests SET {', '.join(part for part in sets if part)} FROM unnest({arrays}) "
+        f"AS c({', '.join(names)}) WHERE ad_requests.id = c.id"
+    )
+
+
+def update_arrays(changes: Sequence[tuple[uuid.UUID, RowChange]]) -> tuple[str, list[list[object]]]:
+    """update_sql() for these changes, and its parameters: one array per column, a row per ad request."""
+    times = sorted({c for _, change in changes for c in change.set_times}, key=TIME_COLUMNS.index)
+    arrays: list[list[object]] = [[change.set_times.get(c) for _, change in changes] for c in times]
+    columns = tuple(times)
+    if any(change.settle_reason is not None for _, change in changes):
+        columns += ("settled_at", "settle_reason")
+        arrays += [[c.settled_at for _, c in changes], [c.settle_reason for _, c in changes]]
+    counters = any(change.duplicates or change.late for _, change in changes)
+    if counters:
+        arrays += [[c.duplicates for _, c in changes], [c.late for _, c in changes]]
+    arrays += [[c.fired for _, c in changes], [ident for ident, _ in changes]]
+    return update_sql(columns, counters), arrays
+
+
 ADD_COUNTERS = (
     "INSERT INTO delivery_counters (key, closes_at) "
     "SELECT k, c FROM unnest($1::text[], $2::bigint[]) AS t(k, c) ORDER BY k ON CONFLICT DO NOTHING"
@@ -134,11 +159,11 @@ writes nothing if that one committed."""
 WRITES = {
     "counters": WRITE_COUNTERS,
     "insert": INSERT,
-    "update": UPDATE,
     "stats": STATS,
     "answers": SAVE_ANSWERS,
 }
-"""Each write of step 4 and the answers of step 6, by name, as the parts of write_all()'s one statement."""
+"""The writes of step 4 but the UPDATE (update_sql(), narrowed per batch) and the answers of step 6, by
+name, as parts of write_all()'s one statement."""
 _PARAMETER = re.compile(r"\$(\d+)")
 
 
@@ -148,19 +173,18 @@ def _shifted(sql: str, offset: int) -> str:
 
 
 @cache
-def write_all(parts: tuple[str, ...]) -> str:
-    """One statement doing the WRITES named in `parts` (in WRITES order), each as a data-modifying WITH
-    query, their parameters numbered one after the other; it returns how many answers it stored (0 without
-    "answers"). PostgreSQL runs every such query exactly once, to completion, on one snapshot: none sees
-    another's rows, which none needs (they write different tables; the UPDATE's rows were locked and read
-    before, the INSERT's are new)."""
+def write_all(parts: tuple[tuple[str, str], ...]) -> str:
+    """One statement doing the writes in `parts` ((name, SQL) each: a WRITES item or the batch's UPDATE),
+    each as a data-modifying WITH query, their parameters numbered one after the other; it returns how many
+    answers it stored (0 without "answers"). PostgreSQL runs every such query exactly once, to completion, on
+    one snapshot: none sees another's rows, which none needs (they write different tables; the UPDATE's rows
+    were locked and read before, the INSERT's are new)."""
     queries = []
     offset = 0
-    for name in parts:
-        sql = WRITES[name]
+    for name, sql in parts:
         queries.append(f"written_{name} AS ({_shifted(sql, offset)})")
         offset += len(set(_PARAMETER.findall(sql)))
-    result = "(SELECT count(*) FROM written_answers)" if "answers" in parts else "0"
+    result = "(SELECT count(*) FROM written_answers)" if any(name == "answers" for name, _ in parts) else "0"
     return f"WITH {', '.join(queries)} SELECT {result}"
 
 
@@ -204,26 +228,27 @@ async def _apply(
         batch.load([tuple(r) for r in await conn.fetch(LOCK_COUNTERS, keys)])
     batch.admit()
     verdicts = batch.verdicts()
-    parts: list[str] = []
+    parts: list[tuple[str, str]] = []
     args: list[object] = []
     writes = batch.counter_writes()
     if writes:
-        parts.append("counters")
+        parts.append(("counters", WRITE_COUNTERS))
         args += _columns(writes, 5)
     if batch.admitted:
-        parts.append("insert")
+        parts.append(("insert", INSERT))
         args += _columns([issue_values(r, c) for r, c in batch.admitted], len(ISSUE_COLUMNS))
     changes = batch.row_changes()
     if changes:
-        parts.append("update")
-        args += [*_columns([change_values(c) for _, c in changes], _N + 3), [ident for ident, _ in changes]]
+        update, arrays = update_arrays(changes)
+        parts.append(("update", update))
+        args += arrays
     stats = batch.stats()
     if stats:
-        parts.append("stats")
+        parts.append(("stats", STATS))
         args += _columns(stats, 5)
     rows = answer_rows(receipts, verdicts)
     if rows:
-        parts.append("answers")
+        parts.append(("answers", SAVE_ANSWERS))
         args += _columns(rows, 5)
     # Step 6 with step 4: a frame answered before stores nothing, and fails the batch (the caller's
     # transaction rolls every write back).

@@ -59,6 +59,7 @@ from adslot.ledger.store import (
     answer_of,
     answer_rows,
     change_values,
+    coalesce_set,
     current_of,
     issue_values,
 )
@@ -97,8 +98,8 @@ def _update_times(columns: tuple[str, ...]) -> str:
     (~2 µs less per row, measured). The few combinations a batch can have are built once each."""
     sql = _UPDATES.get(columns)
     if sql is None:
-        chosen = "".join(f"{c} = COALESCE(ad_requests.{c}, ?), " for c in columns)
-        sql = _UPDATES[columns] = f"UPDATE ad_requests SET {chosen}{FIRED_SET.format(fired='?')} WHERE id = ?"
+        chosen = ", ".join(s for s in (coalesce_set(columns, "?"), FIRED_SET.format(fired="?")) if s)
+        sql = _UPDATES[columns] = f"UPDATE ad_requests SET {chosen} WHERE id = ?"
     return sql
 
 

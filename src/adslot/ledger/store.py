@@ -155,8 +155,17 @@ SET_ONCE_COLUMNS = (*TIME_COLUMNS, "settled_at", "settle_reason")
 """The COALESCE_SET placeholders, in change_values order (the two counters follow)."""
 SELECT_ONE = f"SELECT {', '.join(COLUMNS)} FROM ad_requests WHERE id = "
 INSERT_COLUMNS = ", ".join(ISSUE_COLUMNS)
-COALESCE_SET = ", ".join(f"{c} = COALESCE(ad_requests.{c}, {{{c}}})" for c in SET_ONCE_COLUMNS)
-TIMES_SET = ", ".join(f"{c} = COALESCE(ad_requests.{c}, {{{c}}})" for c in TIME_COLUMNS)
+
+
+def coalesce_set(columns: Sequence[str], value: str) -> str:
+    """SET items giving each column a value only where it is still NULL (set once, never overwritten);
+    `value` is formatted with the column's name as `c`: "?", "c.{c}", or "{{{c}}}" for a later format().
+    Empty for no columns, so callers join it with their other items only when it is not."""
+    return ", ".join(f"{c} = COALESCE(ad_requests.{c}, {value.format(c=c)})" for c in columns)
+
+
+COALESCE_SET = coalesce_set(SET_ONCE_COLUMNS, "{{{c}}}")
+TIMES_SET = coalesce_set(TIME_COLUMNS, "{{{c}}}")
 """COALESCE_SET without the settlement columns, for rows only fires changed."""
 COUNTER_SET = (
     "duplicate_count = ad_requests.duplicate_count + {dups}, late_count = ad_requests.late_count + {late}"
