@@ -362,6 +362,10 @@ MINT_FACTOR = 3.5
 answers pixels at up to about 2.5 times the rate at which wrk mints ad requests on it (parsing every answer;
 measured on 2026-11-26, when 2.5 ran a quick run's list out), and a margin."""
 MINT_MIN_SECONDS = 3
+PLAY_LEAD_SECONDS = 60
+"""How far ahead of the request a player's play_time is, as in the ad request scenario: the mint's
+prebuilt request asks for this much after the mint's end, so no request of a long mint names a past slot
+(adslot refuses one more than its skew, 60 s by default, in the past: a 3-minute mint got 584,000 400s)."""
 """A server answers slower in its first second (imports, caches): no list is minted in less."""
 
 
@@ -383,7 +387,13 @@ def mint_ad_requests(
         duration_s=seconds,
         connections=connections,
         threads=threads,
-        script_args={"key": key, "venue": VENUE_ID, "screen": SCREEN_ID, "out": str(out)},
+        script_args={
+            "key": key,
+            "venue": VENUE_ID,
+            "screen": SCREEN_ID,
+            "out": str(out),
+            "lead": str(seconds + PLAY_LEAD_SECONDS),
+        },
     )
     uuids = out.read_text().split()
     if result.error_count or not uuids:

@@ -78,9 +78,12 @@ function get(path)
    return wrk.format("GET", prefix() .. path)
 end
 
+-- The request is prebuilt, so its play_time is fixed for the whole run: `lead` seconds (default 60) after
+-- wrk starts. A run longer than adslot's play_time skew (the mint) asks for a longer lead, or its last
+-- requests would name a slot already past and be refused.
 function ad_request(fmt)
    local body = string.format('{"venue_id":"%s","screen_id":"%s","play_time":%d}',
-      opt.venue, opt.screen, os.time() + 60)
+      opt.venue, opt.screen, os.time() + tonumber(opt.lead or "60"))
    local headers = { ["Content-Type"] = "application/json", ["Ssp-Key"] = opt.key }
    return wrk.format("POST", prefix() .. "/api/v1/ad/request?format=" .. fmt, headers, body)
 end
