@@ -236,9 +236,14 @@ def _git(*args: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+MEASURED = ("--", ".", ":(exclude)bench/results")
+"""What a run measures: the tree but the benchmark's own reports, which an earlier run rewrote and which
+change nothing measured (a run from a worktree that had made a report called itself dirty)."""
+
+
 def _diff_digest() -> str | None:
     try:
-        command = ["git", "--no-optional-locks", "diff", "HEAD"]
+        command = ["git", "--no-optional-locks", "diff", "HEAD", *MEASURED]
         out = subprocess.run(command, cwd=REPO, capture_output=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -267,7 +272,7 @@ def machine_facts(argv: list[str], wrk: str, program: str = "python -m bench") -
         nproc = len(os.sched_getaffinity(0))
     except AttributeError:
         nproc = os.cpu_count() or 0
-    status = _git("status", "--porcelain", "--untracked-files=no")
+    status = _git("status", "--porcelain", "--untracked-files=no", *MEASURED)
     return Machine(
         nproc=nproc,
         cpu_count=os.cpu_count(),
