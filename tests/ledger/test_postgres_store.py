@@ -14,6 +14,7 @@ from adslot.environment import prepare_database
 from adslot.ledger.postgres_store import WRITES, update_arrays, update_sql, write_all
 from adslot.ledger.records import Fire, Issue
 from adslot.ledger.resolve import RowChange
+from adslot.ledger.store import TIME_COLUMNS
 from adslot.storage.database import make_engine
 from tests.conftest import drop_schemas, free_port, make_settings
 from tests.ledger.stores import PLAY, LedgerDatabase, record
@@ -60,7 +61,7 @@ def test_a_batch_of_first_impressions_updates_only_their_time_and_fired_bits() -
     assert arrays == [[10, 11, 12], [1, 1, 1], [ident for ident, _ in changes]]
 
 
-def test_the_update_sets_the_union_of_what_a_batchs_changes_set_each_row_null_where_it_sets_nothing() -> None:
+def test_a_batch_of_several_events_sets_every_time_column_each_row_null_where_it_sets_nothing() -> None:
     a, b, c = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
     changes = [
         (a, _change(set_times={"complete_at": 7}, fired=64)),
@@ -68,9 +69,11 @@ def test_the_update_sets_the_union_of_what_a_batchs_changes_set_each_row_null_wh
         (c, _change(settled_at=9, settle_reason="expired", set_times={"impression_at": 5}, fired=1)),
     ]
     sql, arrays = update_arrays(changes)
-    assert sql == update_sql(("impression_at", "complete_at", "settled_at", "settle_reason"), True)
+    assert sql == update_sql((*TIME_COLUMNS, "settled_at", "settle_reason"), True)
+    assert TIME_COLUMNS[0] == "impression_at" and TIME_COLUMNS[-1] == "complete_at"
     assert arrays == [
         [None, None, 5],
+        *[[None, None, None]] * (len(TIME_COLUMNS) - 2),
         [7, None, None],
         [None, None, 9],
         [None, None, "expired"],
@@ -79,6 +82,17 @@ def test_the_update_sets_the_union_of_what_a_batchs_changes_set_each_row_null_wh
         [64, 0, 1],
         [a, b, c],
     ]
+
+
+def test_there_are_few_enough_update_statements_for_asyncpgs_statement_cache() -> None:
+    update_sql.cache_clear()
+    for event in (None, *TIME_COLUMNS, "several"):
+        times = {} if event is None else {c: 1 for c in TIME_COLUMNS} if event == "several" else {event: 1}
+        for settle in (None, "expired"):
+            for dups in (0, 1):
+                change = _change(set_times=times, duplicates=dups, settle_reason=settle)
+                update_arrays([(uuid.uuid4(), change)])
+    assert update_sql.cache_info().currsize == 32, "no event, each one, all six; x settlement x counters"
 
 
 def test_a_batch_of_repeats_alone_adds_to_the_counters_and_sets_no_time() -> None:

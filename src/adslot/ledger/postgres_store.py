@@ -109,10 +109,15 @@ def update_sql(columns: tuple[str, ...], counters: bool) -> str:
 
 
 def update_arrays(changes: Sequence[tuple[uuid.UUID, RowChange]]) -> tuple[str, list[list[object]]]:
-    """update_sql() for these changes, and its parameters: one array per column, a row per ad request."""
-    times = sorted({c for _, change in changes for c in change.set_times}, key=TIME_COLUMNS.index)
-    arrays: list[list[object]] = [[change.set_times.get(c) for _, change in changes] for c in times]
-    columns = tuple(times)
+    """update_sql() for these changes, and its parameters: one array per column, a row per ad request.
+
+    The event columns are the one event the batch's first fires set (a batch of impressions), else all six:
+    exact subsets would make up to 64 x 4 statements, past asyncpg's cache of 100 prepared statements per
+    connection, and a mixed workload would then prepare statements again and again; this way there are 32
+    (no event, each one, all six; with or without the settlement columns, with or without the counters)."""
+    times = {c for _, change in changes for c in change.set_times}
+    columns = tuple(times) if len(times) <= 1 else TIME_COLUMNS
+    arrays: list[list[object]] = [[change.set_times.get(c) for _, change in changes] for c in columns]
     if any(change.settle_reason is not None for _, change in changes):
         columns += ("settled_at", "settle_reason")
         arrays += [[c.settled_at for _, c in changes], [c.settle_reason for _, c in changes]]
