@@ -362,11 +362,11 @@ MINT_FACTOR = 3.5
 answers pixels at up to about 2.5 times the rate at which wrk mints ad requests on it (parsing every answer;
 measured on 2026-11-26, when 2.5 ran a quick run's list out), and a margin."""
 MINT_MIN_SECONDS = 3
+"""A server answers slower in its first second (imports, caches): no list is minted in less."""
 PLAY_LEAD_SECONDS = 60
 """How far ahead of the request a player's play_time is, as in the ad request scenario: the mint's
 prebuilt request asks for this much after the mint's end, so no request of a long mint names a past slot
 (adslot refuses one more than its skew, 60 s by default, in the past: a 3-minute mint got 584,000 400s)."""
-"""A server answers slower in its first second (imports, caches): no list is minted in less."""
 
 
 def mint_seconds(pixel_seconds: float, requests_per_uuid: int) -> int:

@@ -55,6 +55,7 @@ from adslot.ledger.store import (
     coalesce_set,
     current_of,
     issue_values,
+    set_items,
 )
 
 SELECT = SELECT_ONE + "$1"
@@ -103,7 +104,7 @@ def update_sql(columns: tuple[str, ...], counters: bool) -> str:
     types += ["int", "uuid"]
     arrays = ", ".join(f"${i + 1}::{t}[]" for i, t in enumerate(types))
     return (
-        f"UPDATE ad_requests SET {', '.join(part for part in sets if part)} FROM unnest({arrays}) "
+        f"UPDATE ad_requests SET {set_items(*sets)} FROM unnest({arrays}) "
         f"AS c({', '.join(names)}) WHERE ad_requests.id = c.id"
     )
 

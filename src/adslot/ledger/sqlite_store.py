@@ -40,7 +40,6 @@ from adslot.ledger.remembered import Remembered, issued
 from adslot.ledger.store import (
     ANSWER,
     ANSWER_COLUMNS,
-    COALESCE_SET,
     COUNTER_COLUMNS,
     COUNTER_SET,
     DUE_WHERE,
@@ -54,7 +53,6 @@ from adslot.ledger.store import (
     STATE_COLUMNS,
     STATS_UPSERT_SET,
     TIME_COLUMNS,
-    TIMES_SET,
     Batch,
     answer_of,
     answer_rows,
@@ -62,6 +60,7 @@ from adslot.ledger.store import (
     coalesce_set,
     current_of,
     issue_values,
+    set_items,
 )
 
 SELECT = SELECT_ONE + "?"
@@ -72,7 +71,7 @@ remembers (remembered.py) still holds."""
 INSERT = f"INSERT INTO ad_requests ({INSERT_COLUMNS}) VALUES ({', '.join('?' * len(ISSUE_COLUMNS))})"
 UPDATE = (
     "UPDATE ad_requests SET "
-    + COALESCE_SET.format(**{c: "?" for c in SET_ONCE_COLUMNS})
+    + coalesce_set(SET_ONCE_COLUMNS, "?")
     + ", "
     + COUNTER_SET.format(dups="?", late="?")
     + ", "
@@ -81,7 +80,7 @@ UPDATE = (
 )
 UPDATE_FIRES = (
     "UPDATE ad_requests SET "
-    + TIMES_SET.format(**{c: "?" for c in TIME_COLUMNS})
+    + coalesce_set(TIME_COLUMNS, "?")
     + ", "
     + COUNTER_SET.format(dups="?", late="?")
     + ", "
@@ -98,7 +97,7 @@ def _update_times(columns: tuple[str, ...]) -> str:
     (~2 µs less per row, measured). The few combinations a batch can have are built once each."""
     sql = _UPDATES.get(columns)
     if sql is None:
-        chosen = ", ".join(s for s in (coalesce_set(columns, "?"), FIRED_SET.format(fired="?")) if s)
+        chosen = set_items(coalesce_set(columns, "?"), FIRED_SET.format(fired="?"))
         sql = _UPDATES[columns] = f"UPDATE ad_requests SET {chosen} WHERE id = ?"
     return sql
 

@@ -152,21 +152,22 @@ def issue_values(record: AdRequest, claims: str | None) -> tuple[object, ...]:
 
 
 SET_ONCE_COLUMNS = (*TIME_COLUMNS, "settled_at", "settle_reason")
-"""The COALESCE_SET placeholders, in change_values order (the two counters follow)."""
+"""The columns an UPDATE sets only where still NULL, in change_values order (the two counters follow)."""
 SELECT_ONE = f"SELECT {', '.join(COLUMNS)} FROM ad_requests WHERE id = "
 INSERT_COLUMNS = ", ".join(ISSUE_COLUMNS)
 
 
 def coalesce_set(columns: Sequence[str], value: str) -> str:
     """SET items giving each column a value only where it is still NULL (set once, never overwritten);
-    `value` is formatted with the column's name as `c`: "?", "c.{c}", or "{{{c}}}" for a later format().
-    Empty for no columns, so callers join it with their other items only when it is not."""
+    `value` is formatted with the column's name as `c`: "?" or "c.{c}". Empty for no columns."""
     return ", ".join(f"{c} = COALESCE(ad_requests.{c}, {value.format(c=c)})" for c in columns)
 
 
-COALESCE_SET = coalesce_set(SET_ONCE_COLUMNS, "{{{c}}}")
-TIMES_SET = coalesce_set(TIME_COLUMNS, "{{{c}}}")
-"""COALESCE_SET without the settlement columns, for rows only fires changed."""
+def set_items(*items: str) -> str:
+    """A SET list of these items, leaving out the empty ones (coalesce_set() of no columns)."""
+    return ", ".join(item for item in items if item)
+
+
 COUNTER_SET = (
     "duplicate_count = ad_requests.duplicate_count + {dups}, late_count = ad_requests.late_count + {late}"
 )
