@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from adslot.settings import Settings
+from tests.conftest import free_port
 from tests.served import Acked, Server, load_until, records_via_api
 
 
@@ -163,17 +164,54 @@ def _zombie(pid: int) -> bool:
         return False
 
 
-def test_serve_with_workers_refuses_a_port_that_is_taken(tmp_path: Path) -> None:
+def sqlite_environ(data_dir: Path) -> dict[str, str]:
+    """This process's environment for an `adslot serve` on SQLite in `data_dir` (the embedded default)."""
+    environ = {**os.environ, "ADSLOT_DATA_DIR": str(data_dir)}
+    for name in ("ADSLOT_DATABASE_URL", "ADSLOT_SANDBOX_DATABASE_URL"):
+        environ.pop(name, None)
+    return environ
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_client_connecting_the_moment_the_banner_shows_is_served(tmp_path: Path, workers: int) -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "adslot.cli", "serve", "--port", str(port), "--workers", str(workers)],
+        env=sqlite_environ(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=(tmp_path / "serve.log").open("ab"),
+        text=True,
+    )
+    assert process.stdout is not None
+    try:
+        banner = []
+        while not (banner and banner[-1].lstrip().startswith("data")):
+            line = process.stdout.readline()
+            assert line, f"adslot serve ended before its banner: {banner}"
+            banner.append(line)
+        # At once, as a script started by the banner would: queued until the app answers, never refused.
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: adslot\r\nConnection: close\r\n\r\n")
+            conn.settimeout(60)
+            answer = b""
+            while chunk := conn.recv(65536):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    finally:
+        process.terminate()
+        process.wait(60)
+        process.stdout.close()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_serve_refuses_a_port_that_is_taken(tmp_path: Path, workers: int) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        environ = {**os.environ, "ADSLOT_DATA_DIR": str(tmp_path)}
-        for name in ("ADSLOT_DATABASE_URL", "ADSLOT_SANDBOX_DATABASE_URL"):
-            environ.pop(name, None)
         done = subprocess.run(
-            [sys.executable, "-m", "adslot.cli", "serve", "--port", str(port), "--workers", "2"],
-            env=environ,
+            [sys.executable, "-m", "adslot.cli", "serve", "--port", str(port), "--workers", str(workers)],
+            env=sqlite_environ(tmp_path),
             capture_output=True,
             text=True,
             timeout=120,

@@ -26,7 +26,7 @@ from adslot.inventory.schemas import ScreenIn, ScreenPatch, VenueIn, VenuePatch
 from adslot.ledger.shared_writer import shared_writers
 from adslot.settings import ENVIRONMENTS, SettingsError, load_settings
 from adslot.storage.database import make_engine
-from adslot.workers import REUSE_PORT, run_workers
+from adslot.workers import REUSE_PORT, bound_socket, run_workers, serve_one
 
 T = TypeVar("T")
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -156,15 +156,18 @@ def serve(host: str | None, port: int | None, workers: int, log_level: str) -> N
     for env in settings.environments:
         key = prepare_database(env) or key
     production, sandbox = settings.environment("production"), settings.environment("sandbox")
-    click.echo(f"adslot serving on http://{settings.host}:{settings.port} ({workers} worker(s))")
-    click.echo(f"  production base URL : {production.public_url}")
-    click.echo(f"  sandbox base URL    : {sandbox.public_url}")
-    click.echo(f"  sandbox playground  : {sandbox.public_url}/playground")
-    click.echo(f"  sandbox testing key : {key}")
-    click.echo(f"  data                : {settings.data_dir.resolve()}")
-    sys.stdout.flush()
 
-    config: dict[str, Any] = {
+    def announce() -> None:
+        """Once the port accepts connections: a script that waits for these lines may connect at once."""
+        click.echo(f"adslot serving on http://{settings.host}:{settings.port} ({workers} worker(s))")
+        click.echo(f"  production base URL : {production.public_url}")
+        click.echo(f"  sandbox base URL    : {sandbox.public_url}")
+        click.echo(f"  sandbox playground  : {sandbox.public_url}/playground")
+        click.echo(f"  sandbox testing key : {key}")
+        click.echo(f"  data                : {settings.data_dir.resolve()}")
+        sys.stdout.flush()
+
+    options: dict[str, Any] = {
         "host": settings.host,
         "port": settings.port,
         "loop": "uvloop" if sys.platform != "win32" else "asyncio",
@@ -173,17 +176,22 @@ def serve(host: str | None, port: int | None, workers: int, log_level: str) -> N
         "access_log": False,
         "timeout_graceful_shutdown": 10,
     }
+    app = "adslot.app:create_app"
 
     def run() -> None:
-        if workers > 1 and REUSE_PORT:
-            try:
-                run_workers(uvicorn.Config("adslot.app:create_app", factory=True, **config), workers)
-            except OSError as exc:
-                raise click.ClickException(
-                    f"cannot listen on {settings.host}:{settings.port}: {exc}"
-                ) from exc
+        if workers > 1 and not REUSE_PORT:
+            announce()  # uvicorn's own supervisor binds the port after this
+            uvicorn.run(app, factory=True, workers=workers, **options)
+            return
+        try:
+            sock = bound_socket(settings.host, settings.port, reuse_port=workers > 1)
+        except OSError as exc:
+            raise click.ClickException(f"cannot listen on {settings.host}:{settings.port}: {exc}") from exc
+        config = uvicorn.Config(app, factory=True, **options)
+        if workers > 1:
+            run_workers(config, workers, sock, announce)
         else:
-            uvicorn.run("adslot.app:create_app", factory=True, workers=workers, **config)
+            serve_one(config, sock, announce)
 
     if workers > 1 and settings.ledger_writer == "process":
         # One writer process per environment for all workers: one commit for all their batches.

@@ -12,10 +12,15 @@ if the port is taken; starts a worker again if one dies, and stops if a worker c
 or SIGTERM it sends SIGTERM to each worker, whose uvicorn drains it, and waits for them. A worker whose
 supervisor has died (say, SIGKILLed) drains and stops by itself. Where the platform has no SO_REUSEPORT
 (Windows), `adslot serve` runs uvicorn's own supervisor instead (REUSE_PORT).
+
+Either way `adslot serve` tells the operator it is serving only once the port accepts connections (one
+worker: serve_one listens before it says so; several: every worker has reported its socket listening): a
+script that waits for the banner and connects at once is queued until the app answers, never refused.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -24,6 +29,8 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
 from multiprocessing.context import SpawnProcess
 from types import FrameType
 
@@ -37,15 +44,16 @@ PARENT_POLL_SECONDS = 1.0
 STOP_TIMEOUT_SECONDS = 60.0
 
 
-def reuse_port_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to host:port with SO_REUSEPORT, not yet listening."""
+def bound_socket(host: str, port: int, *, reuse_port: bool = True) -> socket.socket:
+    """A TCP socket bound to host:port (with SO_REUSEPORT unless told not to), not yet listening."""
     family, kind, proto, _, address = socket.getaddrinfo(
         host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )[0]
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(address)
     except BaseException:
         sock.close()
@@ -62,22 +70,45 @@ def _stop_with(parent: int) -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
-def _worker(config: uvicorn.Config, parent: int) -> None:
-    """One worker process: its own listening socket on the shared port, then uvicorn until it is told."""
-    threading.Thread(target=_stop_with, args=(parent,), name="adslot-parent-watch", daemon=True).start()
-    sock = reuse_port_socket(config.host, config.port)
-    sock.listen(config.backlog)
-    config.configure_logging()
+def _serve(config: uvicorn.Config, sock: socket.socket) -> None:
+    """uvicorn on a socket that already listens, until it is told to stop; STARTUP_FAILURE if the app
+    could not start."""
     server = uvicorn.Server(config)
-    server.run(sockets=[sock])
+    # uvicorn raises the SIGINT it handled again once drained, for its caller (uvicorn.run) to swallow.
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run(sockets=[sock])
     if not server.started:
         sys.exit(STARTUP_FAILURE)
 
 
-def run_workers(config: uvicorn.Config, workers: int) -> None:
-    """Serve `config` with `workers` processes until SIGINT or SIGTERM; return when all have stopped."""
-    reserved = reuse_port_socket(config.host, config.port)
+def serve_one(config: uvicorn.Config, sock: socket.socket, ready: Callable[[], None]) -> None:
+    """Serve `config` in this process on `sock` (bound_socket(reuse_port=False)); `ready` runs once it
+    accepts connections, before the app has started (connections wait in the listen queue meanwhile)."""
+    sock.listen(config.backlog)
+    ready()
+    _serve(config, sock)
+
+
+def _worker(config: uvicorn.Config, parent: int, listening: Connection) -> None:
+    """One worker process: its own listening socket on the shared port, then uvicorn until it is told."""
+    threading.Thread(target=_stop_with, args=(parent,), name="adslot-parent-watch", daemon=True).start()
+    sock = bound_socket(config.host, config.port)
+    sock.listen(config.backlog)
+    listening.send(os.getpid())
+    listening.close()
+    config.configure_logging()
+    _serve(config, sock)
+
+
+def run_workers(
+    config: uvicorn.Config, workers: int, reserved: socket.socket, ready: Callable[[], None]
+) -> None:
+    """Serve `config` with `workers` processes until SIGINT or SIGTERM; return when all have stopped.
+
+    `reserved` (bound_socket(), never listening) holds the port meanwhile and is closed at the end; `ready`
+    runs once every first worker's socket listens (not if one fails first)."""
     spawn = multiprocessing.get_context("spawn")
+    reports, listening = spawn.Pipe(duplex=False)
     stopping = threading.Event()
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -86,13 +117,19 @@ def run_workers(config: uvicorn.Config, workers: int) -> None:
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
 
     def start() -> SpawnProcess:
-        process = spawn.Process(target=_worker, args=(config, os.getpid()), name="adslot-worker")
+        process = spawn.Process(target=_worker, args=(config, os.getpid(), listening), name="adslot-worker")
         process.start()
         return process
 
     processes = [start() for _ in range(workers)]
+    waiting = workers
     try:
-        while not stopping.wait(POLL_SECONDS):
+        while not stopping.is_set():
+            if reports.poll(POLL_SECONDS):
+                reports.recv()
+                waiting -= 1
+                if waiting == 0:
+                    ready()  # every first worker listens (a restarted one reports too: waiting < 0)
             for index, process in enumerate(processes):
                 if process.is_alive():
                     continue
@@ -113,5 +150,7 @@ def run_workers(config: uvicorn.Config, workers: int) -> None:
                 process.kill()
                 process.join()
         reserved.close()
+        reports.close()
+        listening.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
