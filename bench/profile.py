@@ -108,7 +108,7 @@ WRITER_BUCKETS: list[Rule] = [
     ),
     (
         "pipe to the worker: read a batch, send its answer (SQLite)",
-        lambda f: "read_frame_from" in f or "answer_until_closed" in f,
+        lambda f: "writer_loop.py" in f and any(name in f for name in ("_read (", "_send (", "run (")),
     ),
     ("frames: decode batch, encode verdicts", lambda f: "wire.py" in f),
     ("the rest of the batch in the store", lambda f: "sqlite_store.py" in f or "postgres_store.py" in f),

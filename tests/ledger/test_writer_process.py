@@ -31,44 +31,17 @@ from adslot.ledger.wire import (
     resent,
     write_frame,
 )
+from adslot.ledger.writer_loop import WriterLoop
 from adslot.ledger.writer_process import (
     POSTGRES_LANES,
     READY,
     Applier,
-    Client,
-    Item,
-    answer_until_closed,
     encode_database,
     lanes_for,
-    one_per_client,
 )
 from adslot.storage.tables import ledger_answers
 from tests.conftest import free_port, make_settings
 from tests.ledger.stores import PLAY, LedgerDatabase, record
-
-A, B, C = (cast(Client, object()) for _ in range(3))
-
-
-def test_each_client_gets_one_batch_into_the_next_transaction_and_the_rest_wait_in_order() -> None:
-    items: list[Item] = [(A, b"a1"), (B, b"b1"), (A, b"a2"), (C, b"c1"), (B, b"b2"), (A, b"a3")]
-    now, later = one_per_client(items)
-    assert now == [(A, b"a1"), (B, b"b1"), (C, b"c1")]
-    assert later == [(A, b"a2"), (B, b"b2"), (A, b"a3")]
-    now, later = one_per_client(later)
-    assert now == [(A, b"a2"), (B, b"b2")]
-    assert later == [(A, b"a3")]
-
-
-def test_a_client_that_left_is_closed_only_after_its_last_batch() -> None:
-    now, later = one_per_client([(A, b"a1"), (A, b"a2"), (A, None), (B, b"b1"), (B, None)])
-    assert now == [(A, b"a1"), (B, b"b1"), (B, None)]
-    assert later == [(A, b"a2"), (A, None)]
-    now, later = one_per_client(later)
-    assert now == [(A, b"a2"), (A, None)] and later == []
-
-
-def test_wake_ups_are_dropped() -> None:
-    assert one_per_client([(None, None), (A, b"a1"), (None, None)]) == ([(A, b"a1")], [])
 
 
 class _SlowFirstStore:
@@ -78,6 +51,9 @@ class _SlowFirstStore:
         self.started: list[str] = []
         self.finished: list[str] = []
         self.slow = asyncio.Event()
+
+    async def answer(self, client: bytes, seq: int) -> bytes | None:
+        return None  # no frame here is a resend
 
     async def apply_frames(self, operations: Sequence[Operation], receipts: Sequence[Receipt]) -> list[bytes]:
         name = ",".join(op.event for op in operations if isinstance(op, Fire))
@@ -155,8 +131,10 @@ def answers_of_the_sqlite_writer(tmp_path: Path, sent: bytes) -> list[bytes]:
         ours, theirs = socket.socketpair()
         ours.sendall(sent)
         ours.shutdown(socket.SHUT_WR)  # the worker closes its end after its last batch
-        with theirs, theirs.makefile("rb") as stream:
-            answer_until_closed(stream, theirs, store)
+        writer_loop = WriterLoop(store, b"db")
+        writer_loop.attach(theirs)
+        writer_loop.run()
+        assert theirs.fileno() < 0, "closed once its last batch was answered"
         await store.close()
         with ours, ours.makefile("rb") as answers:
             return list(iter(lambda: read_frame_from(answers), None))

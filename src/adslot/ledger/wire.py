@@ -37,6 +37,8 @@ _FireTuple = tuple[int, msgspec.Raw | tuple[bytes, str, str, int]]
 VerdictRow = tuple[str, int | None, str | None, dict[str, Snapshot] | None, int]
 _verdict_decoder = msgspec.msgpack.Decoder(tuple[str, list[VerdictRow]])
 SIZE = struct.Struct(">I")
+READY = b"ready"
+"""A writer's answer to the frame naming its database, when it serves that database."""
 MAX_FRAME = 256 * 1024 * 1024
 """A frame larger than this is a corrupt stream, never a batch (batch_max operations are far smaller)."""
 
@@ -129,7 +131,8 @@ def write_frame(writer: asyncio.StreamWriter, payload: bytes) -> None:
     writer.write(framed(payload))
 
 
-def _size(head: bytes) -> int:
+def frame_size(head: bytes | bytearray) -> int:
+    """The payload size a frame's SIZE head announces; WireError if no batch could be that large."""
     (size,) = SIZE.unpack(head)
     if size > MAX_FRAME:
         raise WireError(f"frame of {size} bytes: the stream is corrupt")
@@ -138,7 +141,7 @@ def _size(head: bytes) -> int:
 
 async def read_frame(reader: asyncio.StreamReader) -> bytes:
     """The next frame; IncompleteReadError when the other side closed between frames."""
-    return await reader.readexactly(_size(await reader.readexactly(SIZE.size)))
+    return await reader.readexactly(frame_size(await reader.readexactly(SIZE.size)))
 
 
 def read_frame_from(stream: BinaryIO) -> bytes | None:
@@ -148,7 +151,7 @@ def read_frame_from(stream: BinaryIO) -> bytes | None:
         return None
     if len(head) < SIZE.size:
         raise WireError("the stream ended inside a frame")
-    size = _size(head)
+    size = frame_size(head)
     payload = stream.read(size)
     if len(payload) < size:
         raise WireError("the stream ended inside a frame")

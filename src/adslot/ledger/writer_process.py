@@ -10,8 +10,9 @@ that arrive while one transaction is being written, one per client (a worker's n
 transaction, so it always has one in flight), are applied together in the next, and each is answered (its
 own verdicts, in its own order) only after that commit: several workers pay one commit for all their batches
 instead of taking turns. If the merged batch fails, each frame is applied on its own, so one worker's bad
-batch never fails another's. A per-worker SQLite writer has nothing to overlap (one client, one transaction
-at a time), so it answers in a plain blocking loop instead (answer_until_closed).
+batch never fails another's (writer_rules.py). On SQLite, which writes one transaction at a time, both kinds
+of writer run a blocking loop (writer_loop.py); on PostgreSQL the asyncio Applier below overlaps batches in
+concurrent lanes.
 
 It ignores SIGINT and SIGTERM: its workers decide when it stops. A per-worker writer exits when its worker
 closes the socket (after the last batch, or by dying). A listening writer stops accepting when its standard
@@ -28,9 +29,8 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import BinaryIO
 
 import msgspec
 
@@ -39,24 +39,23 @@ try:
 except ImportError:  # pragma: no cover - uvloop is not built for Windows
     uvloop = None  # type: ignore[assignment]
 
-from adslot.ledger.records import Operation, Receipt
 from adslot.ledger.sqlite_store import SqliteLedgerStore
 from adslot.ledger.store import DatabaseLedgerStore
 from adslot.ledger.stores import store_for
 from adslot.ledger.wire import (
-    Stamp,
+    READY,
     WireError,
-    decode_batch,
     encode_error,
     framed,
     read_frame,
     read_frame_from,
     write_frame,
 )
-from adslot.storage.failures import unavailable
+from adslot.ledger.writer_loop import WriterLoop
+from adslot.ledger.writer_rules import Item, answer_async, one_per_client
 
+__all__ = ["READY", "Applier", "encode_database", "main"]
 log = logging.getLogger("adslot.ledger.writer_process")
-READY = b"ready"
 Database = tuple[str, str | None]
 _database: msgspec.msgpack.Decoder[Database] = msgspec.msgpack.Decoder(Database)
 Client = asyncio.StreamWriter
@@ -68,44 +67,6 @@ def decode_database(frame: bytes) -> Database:
 
 def encode_database(url: str, schema: str | None) -> bytes:
     return msgspec.msgpack.encode((url, schema))
-
-
-Item = tuple[Client | None, bytes | None]
-"""(client, batch frame); frame None: the client has gone, close it once its batches are answered; client
-None: only a wake-up."""
-
-
-def one_per_client(items: list[Item]) -> tuple[list[Item], list[Item]]:
-    """(what the next transaction takes, what waits for the one after), each in arrival order.
-
-    One batch per client a transaction: a worker keeps batches in flight so that its next one waits at the
-    writer while this one commits; taking them all into one commit would leave it nothing in flight.
-    """
-    now: list[Item] = []
-    later: list[Item] = []
-    taken: set[Client] = set()
-    waiting: set[Client] = set()
-    for client, frame in items:
-        if client is None:
-            continue
-        if client in waiting or (frame is not None and client in taken):
-            waiting.add(client)
-            later.append((client, frame))
-        else:
-            if frame is not None:
-                taken.add(client)
-            now.append((client, frame))
-    return now, later
-
-
-def _failure(exc: Exception) -> bytes:
-    """The answer to a batch that failed: the worker's group committer then retries it op by op, and
-    answers what still fails with a 503 when the database cannot serve now, else a 500."""
-    return encode_error(f"{type(exc).__name__}: {exc}", unavailable=unavailable(exc))
-
-
-def receipt(stamp: Stamp, start: int, stop: int) -> Receipt:
-    return Receipt(stamp.client, stamp.seq, stamp.at, start, stop)
 
 
 POSTGRES_LANES = 4
@@ -136,7 +97,7 @@ class Applier:
         """Set once the latest batch's answers are written (each batch's answers wait for the one before)."""
         self._answered.set_result(None)
         self._answering: set[asyncio.Task[None]] = set()
-        self._queue: asyncio.Queue[Item] = asyncio.Queue()
+        self._queue: asyncio.Queue[Item[Client]] = asyncio.Queue()
         self._clients = 0
         self._stopping = False
         self._readers: set[asyncio.Task[None]] = set()
@@ -180,7 +141,7 @@ class Applier:
         self._queue.put_nowait((None, None))
 
     async def run(self) -> None:
-        backlog: list[Item] = []
+        backlog: list[Item[Client]] = []
         while not (self._stopping and self._clients == 0):
             if not backlog:
                 backlog.append(await self._queue.get())
@@ -243,79 +204,7 @@ class Applier:
     async def _replies(self, frames: list[tuple[Client, bytes]]) -> list[tuple[Client, bytes]]:
         """Each frame's answer: its verdicts once the batch is committed, the answer stored for a resent
         frame that was committed before, or the error that failed it."""
-        replies: list[tuple[Client, bytes]] = []
-        batches: list[tuple[Client, Stamp, list[Operation]]] = []
-        for client, frame in frames:
-            try:
-                stamp, ops = decode_batch(frame)
-            except Exception as exc:  # a frame this writer cannot read fails alone
-                log.exception("unreadable ledger batch")
-                replies.append((client, _failure(exc)))
-                continue
-            try:
-                stored = await self._stored(stamp) if stamp.resent else None
-            except Exception as exc:
-                replies.append((client, await self._failed(stamp, exc)))
-                continue
-            if stored is not None:
-                replies.append((client, stored))
-            else:
-                batches.append((client, stamp, ops))
-        if not batches:
-            return replies
-        receipts: list[Receipt] = []
-        start = 0
-        for _, stamp, ops in batches:
-            receipts.append(receipt(stamp, start, start + len(ops)))
-            start += len(ops)
-        try:
-            answers = await self._apply([op for _, _, ops in batches for op in ops], receipts)
-        except Exception as exc:
-            if len(batches) == 1:
-                # The worker's group committer retries the batch op by op.
-                client, stamp, _ = batches[0]
-                replies.append((client, await self._failed(stamp, exc)))
-            else:
-                for client, stamp, ops in batches:
-                    replies.append((client, await self._alone(stamp, ops)))
-        else:
-            replies.extend((client, answer) for (client, _, _), answer in zip(batches, answers, strict=True))
-        return replies
-
-    async def _alone(self, stamp: Stamp, ops: list[Operation]) -> bytes:
-        try:
-            (answer,) = await self._apply(ops, [receipt(stamp, 0, len(ops))])
-            return answer
-        except Exception as exc:
-            return await self._failed(stamp, exc)
-
-    async def _failed(self, stamp: Stamp, exc: Exception) -> bytes:
-        """A resent frame whose first copy was committed meanwhile (its writer not quite gone, or another
-        lane of this one) failed on what that commit wrote (AlreadyAnswered, or the primary key of the ad
-        request it issues): it gets that commit's answer."""
-        if stamp.resent:
-            try:
-                stored = await self._stored(stamp)
-            except Exception:
-                stored = None  # the database that failed the frame cannot be asked either: its failure stands
-            if stored is not None:
-                return stored
-        log.error("ledger batch failed", exc_info=exc)
-        return _failure(exc)
-
-    async def _apply(self, operations: Sequence[Operation], receipts: Sequence[Receipt]) -> list[bytes]:
-        """Each receipt's answer frame, once committed."""
-        store = self._store
-        # Nothing else runs in this process: SQLite's batch needs no hop to its writer thread.
-        if isinstance(store, SqliteLedgerStore):
-            return store.apply_frames_blocking(operations, receipts)
-        return await store.apply_frames(operations, receipts)
-
-    async def _stored(self, stamp: Stamp) -> bytes | None:
-        store = self._store
-        if isinstance(store, SqliteLedgerStore):
-            return store.answer_blocking(stamp.client, stamp.seq)
-        return await store.answer(stamp.client, stamp.seq)
+        return await answer_async(frames, self._store.answer, self._store.apply_frames)
 
 
 async def _opened(database: bytes) -> DatabaseLedgerStore:
@@ -325,97 +214,77 @@ async def _opened(database: bytes) -> DatabaseLedgerStore:
     return store
 
 
-def answer_until_closed(stream: BinaryIO, sock: socket.socket, store: SqliteLedgerStore) -> None:
-    """Apply and answer each batch of the one worker at the other end, until it closes its end.
-
-    SQLite writes one transaction at a time and a per-worker writer has one client, so nothing here can
-    overlap: a blocking loop does the Applier's work for one frame without an event loop pass, task or future
-    per batch (its Python overhead was ~1/5 of this process's CPU per pixel, sampled)."""
-    try:
-        while (frame := read_frame_from(stream)) is not None:
-            sock.sendall(framed(_reply_blocking(store, frame)))
-    except (WireError, ConnectionError) as exc:
-        # The worker died mid-frame or before its answer: its batch in flight fails there (never a false
-        # success), and its next batch starts a new writer.
-        log.warning("the worker's end of the ledger stream broke (%s); this writer stops", exc)
-
-
-def _reply_blocking(store: SqliteLedgerStore, frame: bytes) -> bytes:
-    """Applier._replies for one frame, on SQLite, without an event loop."""
-    try:
-        stamp, ops = decode_batch(frame)
-    except Exception as exc:
-        log.exception("unreadable ledger batch")
-        return _failure(exc)
-    try:
-        if stamp.resent and (stored := store.answer_blocking(stamp.client, stamp.seq)) is not None:
-            return stored
-        (answer,) = store.apply_frames_blocking(ops, [receipt(stamp, 0, len(ops))])
-        return answer
-    except Exception as exc:
-        # As Applier._failed: a resent frame its first writer, not quite gone, committed meanwhile.
-        if stamp.resent:
-            try:
-                stored = store.answer_blocking(stamp.client, stamp.seq)
-            except Exception:
-                stored = None  # the database that failed the frame cannot be asked either: its failure stands
-            if stored is not None:
-                return stored
-        log.error("ledger batch failed", exc_info=exc)  # the worker's group committer retries it op by op
-        return _failure(exc)
-
-
 async def serve(sock: socket.socket) -> None:
     """The writer of the one worker at the other end of `sock`."""
     sock.setblocking(True)
     with sock.makefile("rb") as stream:
         database = read_frame_from(stream)
-        if database is None:
-            return  # the worker went away before it named a database
-        store = await _opened(database)
-        try:
-            if isinstance(store, SqliteLedgerStore):
-                sock.sendall(framed(READY))
-                answer_until_closed(stream, sock, store)
-                return
-            # PostgreSQL: the Applier's lanes overlap this worker's batches (the worker sends nothing more
-            # before "ready", so the stream has read no further than the database frame).
-            sock.setblocking(False)
-            reader, writer = await asyncio.open_connection(sock=sock)
-            applier = Applier(store, database)
-            applier.attach(reader, writer)
-            write_frame(writer, READY)
-            await writer.drain()
-            applier.stop()  # no other client will come: done when this one leaves
-            await applier.run()
-        finally:
-            await store.close()
+    # The worker sends nothing more before "ready": nothing past the database frame was read.
+    if database is None:
+        return  # the worker went away before it named a database
+    store = await _opened(database)
+    try:
+        if isinstance(store, SqliteLedgerStore):
+            sock.sendall(framed(READY))
+            writer_loop = WriterLoop(store, database)
+            writer_loop.attach(sock)
+            writer_loop.run()
+            return
+        # PostgreSQL: the Applier's lanes overlap this worker's batches.
+        sock.setblocking(False)
+        reader, writer = await asyncio.open_connection(sock=sock)
+        applier = Applier(store, database)
+        applier.attach(reader, writer)
+        write_frame(writer, READY)
+        await writer.drain()
+        applier.stop()  # no other client will come: done when this one leaves
+        await applier.run()
+    finally:
+        await store.close()
 
 
 async def serve_listening(path: Path, control: int, announce: int) -> None:
     """The writer of every worker of one `adslot serve`: database from `control`, which closes at the end."""
+    with os.fdopen(control, "rb") as pipe:
+        database = read_frame_from(pipe)  # nothing else is sent on it: nothing past the frame is read
+        if database is None:
+            return
+        store = await _opened(database)
+        try:
+            path.unlink(missing_ok=True)  # a socket left by a writer that was killed
+            if isinstance(store, SqliteLedgerStore):
+                listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                listener.bind(str(path))
+                listener.listen(128)
+                writer_loop = WriterLoop(store, database)
+                writer_loop.listen(listener, pipe.fileno())
+                os.write(announce, READY + b"\n")
+                writer_loop.run()
+            else:
+                await _serve_listening_lanes(store, database, path, pipe.fileno(), announce)
+        finally:
+            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                path.parent.rmdir()  # the last writer out, if `adslot serve` died before it could
+            await store.close()
+
+
+async def _serve_listening_lanes(
+    store: DatabaseLedgerStore, database: bytes, path: Path, control: int, announce: int
+) -> None:
     loop = asyncio.get_running_loop()
     control_reader = asyncio.StreamReader()
     await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(control_reader), os.fdopen(control, "rb", buffering=0)
+        lambda: asyncio.StreamReaderProtocol(control_reader), os.fdopen(os.dup(control), "rb", buffering=0)
     )
-    database = await read_frame(control_reader)
-    store = await _opened(database)
-    try:
-        applier = Applier(store, database)
-        running = loop.create_task(applier.run())
-        path.unlink(missing_ok=True)  # a socket left by a writer that was killed
-        server = await asyncio.start_unix_server(applier.accept, path=str(path))
-        os.write(announce, READY + b"\n")
-        await control_reader.read()  # until end of file: the server is done, or gone
-        server.close()
-        applier.stop()
-        await running
-    finally:
-        path.unlink(missing_ok=True)
-        with contextlib.suppress(OSError):
-            path.parent.rmdir()  # the last writer out, if `adslot serve` died before it could
-        await store.close()
+    applier = Applier(store, database)
+    running = loop.create_task(applier.run())
+    server = await asyncio.start_unix_server(applier.accept, path=str(path))
+    os.write(announce, READY + b"\n")
+    await control_reader.read()  # until end of file: the server is done, or gone
+    server.close()
+    applier.stop()
+    await running
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,211 @@
+"""The ledger writer's rules, free of I/O: which batch frames go into its next transaction, and what each
+is answered.
+
+Both writer loops (the blocking one for SQLite, the asyncio Applier for PostgreSQL) answer frames by the same
+rules: a frame that cannot be decoded fails alone; a resent frame committed before gets its stored answer;
+the rest are applied together, and if that fails, each alone, so one worker's bad batch never fails
+another's; a resent frame that fails on what its first copy committed meanwhile gets that copy's answer.
+`plan` states those rules once, as a generator that yields what it needs from the store (`Stored`, `Apply`)
+and is sent the result (or thrown the store's exception); `answer_blocking` and `answer_async` drive it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from typing import Any, Generic, NamedTuple, TypeVar
+
+from adslot.ledger.records import Operation, Receipt
+from adslot.ledger.wire import Stamp, decode_batch, encode_error
+from adslot.storage.failures import unavailable
+
+log = logging.getLogger("adslot.ledger.writer_process")
+C = TypeVar("C")
+
+
+class Stored(NamedTuple):
+    """Ask the store for the answer committed for this stamp's frame (bytes, or None if none was)."""
+
+    stamp: Stamp
+
+
+class Apply(NamedTuple):
+    """Ask the store to apply these operations in one transaction, storing each receipt's answer frame, and
+    to return those frames."""
+
+    operations: Sequence[Operation]
+    receipts: Sequence[Receipt]
+
+
+Ask = Stored | Apply
+Plan = Generator[Ask, Any, list[tuple[C, bytes]]]
+
+
+Item = tuple[C | None, bytes | None]
+"""(client, batch frame); frame None: the client has gone, close it once its batches are answered; client
+None: only a wake-up."""
+
+
+def one_per_client(items: list[Item[C]]) -> tuple[list[Item[C]], list[Item[C]]]:
+    """(what the next transaction takes, what waits for the one after), each in arrival order.
+
+    One batch per client a transaction: a worker keeps batches in flight so that its next one waits at the
+    writer while this one commits; taking them all into one commit would leave it nothing in flight.
+    """
+    now: list[Item[C]] = []
+    later: list[Item[C]] = []
+    taken: set[C] = set()
+    waiting: set[C] = set()
+    for client, frame in items:
+        if client is None:
+            continue
+        if client in waiting or (frame is not None and client in taken):
+            waiting.add(client)
+            later.append((client, frame))
+        else:
+            if frame is not None:
+                taken.add(client)
+            now.append((client, frame))
+    return now, later
+
+
+def failure(exc: Exception) -> bytes:
+    """The answer to a batch that failed: the worker's group committer then retries it op by op, and
+    answers what still fails with a 503 when the database cannot serve now, else a 500."""
+    return encode_error(f"{type(exc).__name__}: {exc}", unavailable=unavailable(exc))
+
+
+def receipt(stamp: Stamp, start: int, stop: int) -> Receipt:
+    return Receipt(stamp.client, stamp.seq, stamp.at, start, stop)
+
+
+class _Batch(NamedTuple, Generic[C]):
+    client: C
+    stamp: Stamp
+    operations: list[Operation]
+
+
+def plan(frames: Sequence[tuple[C, bytes]]) -> Plan[C]:
+    """(client, answer) for each of `frames`, each client's in the order given."""
+    replies: list[tuple[C, bytes]] = []
+    batches: list[_Batch[C]] = []
+    for client, frame in frames:
+        try:
+            stamp, operations = decode_batch(frame)
+        except Exception as exc:  # a frame this writer cannot read fails alone
+            log.exception("unreadable ledger batch")
+            replies.append((client, failure(exc)))
+            continue
+        try:
+            stored = (yield Stored(stamp)) if stamp.resent else None
+        except Exception as exc:
+            replies.append((client, (yield from _failed(stamp, exc))))
+            continue
+        if stored is not None:
+            replies.append((client, stored))
+        else:
+            batches.append(_Batch(client, stamp, operations))
+    if not batches:
+        return replies
+    receipts: list[Receipt] = []
+    start = 0
+    for batch in batches:
+        receipts.append(receipt(batch.stamp, start, start + len(batch.operations)))
+        start += len(batch.operations)
+    try:
+        answers = yield Apply([op for batch in batches for op in batch.operations], receipts)
+    except Exception as exc:
+        if len(batches) == 1:  # the worker's group committer retries the batch op by op
+            replies.append((batches[0].client, (yield from _failed(batches[0].stamp, exc))))
+        else:
+            for batch in batches:
+                replies.append((batch.client, (yield from _alone(batch))))
+    else:
+        replies.extend((batch.client, answer) for batch, answer in zip(batches, answers, strict=True))
+    return replies
+
+
+def _alone(batch: _Batch[C]) -> Generator[Ask, Any, bytes]:
+    try:
+        (answer,) = yield Apply(batch.operations, [receipt(batch.stamp, 0, len(batch.operations))])
+        return bytes(answer)
+    except Exception as exc:
+        return (yield from _failed(batch.stamp, exc))
+
+
+def _failed(stamp: Stamp, exc: Exception) -> Generator[Ask, Any, bytes]:
+    """A resent frame whose first copy was committed meanwhile (its writer not quite gone, or another lane
+    of this one) failed on what that commit wrote (AlreadyAnswered, or the primary key of the ad request it
+    issues): it gets that commit's answer."""
+    if stamp.resent:
+        try:
+            stored = yield Stored(stamp)
+        except Exception:
+            stored = None  # the database that failed the frame cannot be asked either: its failure stands
+        if stored is not None:
+            return bytes(stored)
+    log.error("ledger batch failed", exc_info=exc)
+    return failure(exc)
+
+
+class _Steps(Generic[C]):
+    """A plan being run: `ask` is what it waits for (None once done, with `replies` set)."""
+
+    def __init__(self, frames: Sequence[tuple[C, bytes]]) -> None:
+        self._steps = plan(frames)
+        self.ask: Ask | None = None
+        self.replies: list[tuple[C, bytes]] = []
+        self._advance(lambda: next(self._steps))
+
+    def send(self, result: object) -> None:
+        self._advance(lambda: self._steps.send(result))
+
+    def throw(self, exc: Exception) -> None:
+        self._advance(lambda: self._steps.throw(exc))
+
+    def _advance(self, step: Callable[[], Ask]) -> None:
+        try:
+            self.ask = step()
+        except StopIteration as done:
+            self.ask = None
+            self.replies = done.value
+
+
+def answer_blocking(
+    frames: Sequence[tuple[C, bytes]],
+    stored: Callable[[bytes, int], bytes | None],
+    apply: Callable[[Sequence[Operation], Sequence[Receipt]], list[bytes]],
+) -> list[tuple[C, bytes]]:
+    """Run plan(frames) against a store's blocking calls: stored(client, seq), apply(operations, receipts)."""
+    steps = _Steps(frames)
+    while (ask := steps.ask) is not None:
+        try:
+            if isinstance(ask, Stored):
+                result: object = stored(ask.stamp.client, ask.stamp.seq)
+            else:
+                result = apply(ask.operations, ask.receipts)
+        except Exception as exc:
+            steps.throw(exc)
+        else:
+            steps.send(result)
+    return steps.replies
+
+
+async def answer_async(
+    frames: Sequence[tuple[C, bytes]],
+    stored: Callable[[bytes, int], Awaitable[bytes | None]],
+    apply: Callable[[Sequence[Operation], Sequence[Receipt]], Awaitable[list[bytes]]],
+) -> list[tuple[C, bytes]]:
+    """answer_blocking() against a store's coroutines."""
+    steps = _Steps(frames)
+    while (ask := steps.ask) is not None:
+        try:
+            if isinstance(ask, Stored):
+                result: object = await stored(ask.stamp.client, ask.stamp.seq)
+            else:
+                result = await apply(ask.operations, ask.receipts)
+        except Exception as exc:
+            steps.throw(exc)
+        else:
+            steps.send(result)
+    return steps.replies
