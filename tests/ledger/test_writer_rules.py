@@ -84,6 +84,26 @@ def test_frames_are_applied_together_and_each_client_gets_its_own_verdicts() -> 
     ]
 
 
+def test_answers_come_back_in_frame_order_whatever_became_of_each_frame() -> None:
+    """A worker matches answers to batches by order, and one transaction may carry several of its batches:
+    an unreadable or resent frame between applied ones keeps its place."""
+    stored = encode_verdicts([Verdict("counted", 7)])
+    ledger = _Ledger(stored={2: stored})
+    frames = [
+        (A, _frame(1, "start")),
+        (A, b"garbage"),
+        (A, _frame(2, "start", again=True)),
+        (A, _frame(3, "x")),
+    ]
+    replies = [reply for _, reply in answer_blocking(frames, ledger.answer, ledger.apply)]
+    assert ledger.applied == [[1, 3]]
+    assert _outcomes(replies[0]) == [("counted", 1)]
+    with pytest.raises(WireError):
+        decode_verdicts(replies[1])
+    assert replies[2] == stored
+    assert _outcomes(replies[3]) == [("counted", 3)]
+
+
 def test_a_batch_that_fails_the_merged_transaction_fails_alone_and_the_others_commit() -> None:
     ledger = _Ledger(refuse={"midpoint"})
     replies = dict(

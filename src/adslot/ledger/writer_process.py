@@ -6,13 +6,12 @@ started it over a socketpair (ProcessLedgerStore's own writer). `python -m adslo
 it reads its database from standard input, listens on a Unix socket, and answers "ready" on standard output.
 
 Each client's first frame names its database (msgpack: url, schema), answered "ready". The batch frames
-that arrive while one transaction is being written, one per client (a worker's next batch waits for the next
-transaction, so it always has one in flight), are applied together in the next, and each is answered (its
-own verdicts, in its own order) only after that commit: several workers pay one commit for all their batches
-instead of taking turns. If the merged batch fails, each frame is applied on its own, so one worker's bad
-batch never fails another's (writer_rules.py). On SQLite, which writes one transaction at a time, both kinds
-of writer run a blocking loop (writer_loop.py); on PostgreSQL the asyncio Applier below overlaps batches in
-concurrent lanes.
+that arrive while one transaction is being written are applied together in the next, and each is answered
+(its own verdicts, in its own order) only after that commit: several workers pay one commit for all their
+batches instead of taking turns. If the merged batch fails, each frame is applied on its own, so one
+worker's bad batch never fails another's (writer_rules.py). On SQLite, which writes one transaction at a
+time, both kinds of writer run a blocking loop that takes every frame waiting (writer_loop.py); on
+PostgreSQL the asyncio Applier below overlaps batches in concurrent lanes, one batch per client each.
 
 It ignores SIGINT and SIGTERM: its workers decide when it stops. A per-worker writer exits when its worker
 closes the socket (after the last batch, or by dying). A listening writer stops accepting when its standard

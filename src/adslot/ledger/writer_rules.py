@@ -79,53 +79,55 @@ def receipt(stamp: Stamp, start: int, stop: int) -> Receipt:
     return Receipt(stamp.client, stamp.seq, stamp.at, start, stop)
 
 
-class _Batch(NamedTuple, Generic[C]):
-    client: C
+class _Batch(NamedTuple):
+    place: int
+    """Where the frame was in the transaction: its answer goes back in that place."""
     stamp: Stamp
     operations: list[Operation]
 
 
 def plan(frames: Sequence[tuple[C, bytes]]) -> Plan[C]:
-    """(client, answer) for each of `frames`, each client's in the order given."""
-    replies: list[tuple[C, bytes]] = []
-    batches: list[_Batch[C]] = []
-    for client, frame in frames:
+    """(client, answer) for each of `frames`, in their order: a worker matches answers to its batches by
+    order, and a transaction may carry several of one worker's."""
+    replies: list[bytes] = [b""] * len(frames)
+    batches: list[_Batch] = []
+    for index, (_, frame) in enumerate(frames):
         try:
             stamp, operations = decode_batch(frame)
         except Exception as exc:  # a frame this writer cannot read fails alone
             log.exception("unreadable ledger batch")
-            replies.append((client, failure(exc)))
+            replies[index] = failure(exc)
             continue
         try:
             stored = (yield Stored(stamp)) if stamp.resent else None
         except Exception as exc:
-            replies.append((client, (yield from _failed(stamp, exc))))
+            replies[index] = yield from _failed(stamp, exc)
             continue
         if stored is not None:
-            replies.append((client, stored))
+            replies[index] = stored
         else:
-            batches.append(_Batch(client, stamp, operations))
-    if not batches:
-        return replies
-    receipts: list[Receipt] = []
-    start = 0
-    for batch in batches:
-        receipts.append(receipt(batch.stamp, start, start + len(batch.operations)))
-        start += len(batch.operations)
-    try:
-        answers = yield Apply([op for batch in batches for op in batch.operations], receipts)
-    except Exception as exc:
-        if len(batches) == 1:  # the worker's group committer retries the batch op by op
-            replies.append((batches[0].client, (yield from _failed(batches[0].stamp, exc))))
+            batches.append(_Batch(index, stamp, operations))
+    if batches:
+        receipts: list[Receipt] = []
+        start = 0
+        for batch in batches:
+            receipts.append(receipt(batch.stamp, start, start + len(batch.operations)))
+            start += len(batch.operations)
+        try:
+            answers = yield Apply([op for batch in batches for op in batch.operations], receipts)
+        except Exception as exc:
+            if len(batches) == 1:  # the worker's group committer retries the batch op by op
+                replies[batches[0].place] = yield from _failed(batches[0].stamp, exc)
+            else:
+                for batch in batches:
+                    replies[batch.place] = yield from _alone(batch)
         else:
-            for batch in batches:
-                replies.append((batch.client, (yield from _alone(batch))))
-    else:
-        replies.extend((batch.client, answer) for batch, answer in zip(batches, answers, strict=True))
-    return replies
+            for batch, answer in zip(batches, answers, strict=True):
+                replies[batch.place] = answer
+    return [(client, reply) for (client, _), reply in zip(frames, replies, strict=True)]
 
 
-def _alone(batch: _Batch[C]) -> Generator[Ask, Any, bytes]:
+def _alone(batch: _Batch) -> Generator[Ask, Any, bytes]:
     try:
         (answer,) = yield Apply(batch.operations, [receipt(batch.stamp, 0, len(batch.operations))])
         return bytes(answer)
