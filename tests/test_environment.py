@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from adslot.environment import IN_FLIGHT, SQLITE_WRITER_IN_FLIGHT, batches_in_flight
+from adslot.environment import IN_FLIGHT, WRITER_PROCESS_IN_FLIGHT, batches_in_flight
 from adslot.settings import load_settings
 
 POSTGRES = {"ADSLOT_DATABASE_URL": "postgresql://postgres@127.0.0.1:5432/test"}
 
 
-def _in_flight(tmp_path: Path, **environ: str) -> int:
-    settings = load_settings({"ADSLOT_DATA_DIR": str(tmp_path), **environ})
-    return batches_in_flight(settings, settings.environment("production"))
+def test_a_writer_process_gets_more_batches_in_flight_since_it_merges_every_frame_waiting() -> None:
+    assert batches_in_flight(load_settings({})) == WRITER_PROCESS_IN_FLIGHT > IN_FLIGHT
+    assert batches_in_flight(load_settings(POSTGRES)) == WRITER_PROCESS_IN_FLIGHT
 
 
-def test_a_sqlite_writer_process_gets_more_batches_in_flight_since_it_merges_them_all(tmp_path: Path) -> None:
-    assert _in_flight(tmp_path) == SQLITE_WRITER_IN_FLIGHT > IN_FLIGHT
+def test_the_thread_writer_applying_each_batch_alone_keeps_two_in_flight() -> None:
+    assert batches_in_flight(load_settings({"ADSLOT_LEDGER_WRITER": "thread"})) == IN_FLIGHT == 2
 
 
-def test_postgres_lanes_and_the_thread_writer_keep_two_in_flight(tmp_path: Path) -> None:
-    assert _in_flight(tmp_path, **POSTGRES) == IN_FLIGHT == 2
-    assert _in_flight(tmp_path, ADSLOT_LEDGER_WRITER="thread") == IN_FLIGHT
-
-
-def test_the_operators_number_wins_on_every_writer(tmp_path: Path) -> None:
-    assert _in_flight(tmp_path, ADSLOT_BATCHES_IN_FLIGHT="3") == 3
-    assert _in_flight(tmp_path, ADSLOT_BATCHES_IN_FLIGHT="5", **POSTGRES) == 5
+def test_the_operators_number_wins_on_every_writer() -> None:
+    assert batches_in_flight(load_settings({"ADSLOT_BATCHES_IN_FLIGHT": "3"})) == 3
+    thread = {"ADSLOT_BATCHES_IN_FLIGHT": "5", "ADSLOT_LEDGER_WRITER": "thread"}
+    assert batches_in_flight(load_settings(thread)) == 5

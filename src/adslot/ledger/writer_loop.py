@@ -9,14 +9,14 @@ writer on the Applier spent 40.0 µs per impression against 28.9 for one worker'
 
 Each pass waits until a socket is readable, reads what every ready client has sent, takes every frame
 that has arrived into one transaction and answers each client its own verdicts, in its own order, once
-committed. Every frame, not one per client as PostgreSQL's lanes take them: while a transaction runs, a
-worker with several batches in flight (8 by default on SQLite, environment.batches_in_flight) keeps sending
-what its requests submit, and the next transaction carries all of it. Transactions are then as large as the
-load makes them and no batch waits a second commit behind its worker's earlier one: measured on 2 CPUs,
-+10% impressions and tracking fires a second against one batch per client with 2 in flight
-(bench/README.md, 2026-11-27). Merging frames is merging batches: nothing in one was acknowledged before
-the transaction commits, so no op in it can depend on another's outcome. Sockets stay blocking: a read
-follows the selector's word that data is there, and a worker always reads its answers.
+committed. Every frame, not one per client as it took them until 2026-11-27: while a transaction runs, a
+worker with several batches in flight (8 by default, environment.batches_in_flight) keeps sending what its
+requests submit, and the next transaction carries all of it. Transactions are then as large as the load
+makes them and no batch waits a second commit behind its worker's earlier one: measured on 2 CPUs, +10%
+impressions and tracking fires a second against one batch per client with 2 in flight (bench/README.md,
+2026-11-27). Merging frames is merging batches: nothing in one was acknowledged before the transaction
+commits, so no op in it can depend on another's outcome. Sockets stay blocking: a read follows the
+selector's word that data is there, and a worker always reads its answers.
 """
 
 from __future__ import annotations

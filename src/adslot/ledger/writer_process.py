@@ -10,8 +10,9 @@ that arrive while one transaction is being written are applied together in the n
 (its own verdicts, in its own order) only after that commit: several workers pay one commit for all their
 batches instead of taking turns. If the merged batch fails, each frame is applied on its own, so one
 worker's bad batch never fails another's (writer_rules.py). On SQLite, which writes one transaction at a
-time, both kinds of writer run a blocking loop that takes every frame waiting (writer_loop.py); on
-PostgreSQL the asyncio Applier below overlaps batches in concurrent lanes, one batch per client each.
+time, both kinds of writer run a blocking loop (writer_loop.py); on PostgreSQL the asyncio Applier below
+overlaps transactions in concurrent lanes. Either takes every frame waiting into its next transaction, so a
+worker's batches in flight (8 by default, environment.batches_in_flight) only make transactions larger.
 
 It ignores SIGINT and SIGTERM: its workers decide when it stops. A per-worker writer exits when its worker
 closes the socket (after the last batch, or by dying). A listening writer stops accepting when its standard
@@ -51,7 +52,7 @@ from adslot.ledger.wire import (
     write_frame,
 )
 from adslot.ledger.writer_loop import WriterLoop
-from adslot.ledger.writer_rules import Item, answer_async, one_per_client
+from adslot.ledger.writer_rules import Item, answer_async
 
 __all__ = ["READY", "Applier", "encode_database", "main"]
 log = logging.getLogger("adslot.ledger.writer_process")
@@ -82,8 +83,9 @@ def lanes_for(store: DatabaseLedgerStore) -> int:
 
 
 class Applier:
-    """Queues every client's batch frames in arrival order and writes what has gathered as one batch,
-    in as many concurrent lanes as the store takes; answers leave in the order the batches were taken."""
+    """Queues every client's batch frames in arrival order and writes what has gathered when a lane is free
+    as one batch, in as many concurrent lanes as the store takes; answers leave in the order the frames
+    came."""
 
     def __init__(self, store: DatabaseLedgerStore, database: bytes) -> None:
         self._store = store
@@ -140,16 +142,13 @@ class Applier:
         self._queue.put_nowait((None, None))
 
     async def run(self) -> None:
-        backlog: list[Item[Client]] = []
         while not (self._stopping and self._clients == 0):
-            if not backlog:
-                backlog.append(await self._queue.get())
+            items = [await self._queue.get()]
             await self._lanes.acquire()  # a free lane: what arrived while waiting for it joins this batch
             if self._clients > 1:
                 await asyncio.sleep(0)  # let every other client's reader queue what has already arrived
             while not self._queue.empty():
-                backlog.append(self._queue.get_nowait())
-            items, backlog = one_per_client(backlog)
+                items.append(self._queue.get_nowait())
             frames = [(client, frame) for client, frame in items if client is not None and frame is not None]
             if frames:
                 inline = self._begin(frames)
