@@ -25,7 +25,6 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from adslot.environment import IN_FLIGHT
 from adslot.ledger.group_commit import GroupCommitter
 from adslot.ledger.wire import read_frame, write_frame
 from adslot.settings import Settings
@@ -49,7 +48,7 @@ class Handoff:
         self._log = -1
         self._executor: ThreadPoolExecutor | None = None
         self.committer: GroupCommitter[bytes, bytes] = GroupCommitter(
-            self._apply, Settings.batch_max, IN_FLIGHT
+            self._apply, Settings.batch_max, Settings.batches_in_flight
         )
 
     async def start(self) -> None:

@@ -349,10 +349,8 @@ def test_an_unknown_ledger_writer_is_refused_with_the_choices() -> None:
         load_settings({"ADSLOT_LEDGER_WRITER": "fork"})
 
 
-def test_write_batches_in_flight_default_to_the_writers_own_number_and_are_at_least_one_and_at_most_32() -> (
-    None
-):
-    assert load_settings({}).batches_in_flight == 0, "0: the environment's writer decides"
+def test_two_write_batches_may_be_in_flight_by_default_at_least_one_and_at_most_32() -> None:
+    assert load_settings({}).batches_in_flight == 2
     assert load_settings({"ADSLOT_BATCHES_IN_FLIGHT": "1"}).batches_in_flight == 1
     with pytest.raises(SettingsError, match="ADSLOT_BATCHES_IN_FLIGHT must be >= 1"):
         load_settings({"ADSLOT_BATCHES_IN_FLIGHT": "0"})

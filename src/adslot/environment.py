@@ -49,23 +49,6 @@ def prepare_database(env: EnvironmentSettings) -> str | None:
         engine.dispose()
 
 
-IN_FLIGHT = 2
-"""Write batches in flight per worker when each is its own transaction (the thread writer): while one is
-written, the next already waits (measured: +15-30% pixel throughput over 1; 4 gained no more)."""
-WRITER_PROCESS_IN_FLIGHT = 8
-"""Write batches in flight per worker to a writer process, which takes every frame waiting into its next
-transaction (writer_loop.py, writer_process.Applier): more in flight only lets a worker keep sending while a
-transaction runs (measured on 2 CPUs against 2: +10% impressions and tracking fires a second on SQLite, +9%
-on PostgreSQL; 16 gained no more)."""
-
-
-def batches_in_flight(settings: Settings) -> int:
-    """ADSLOT_BATCHES_IN_FLIGHT if set, else the number that suits the ledger writer."""
-    if settings.batches_in_flight:
-        return settings.batches_in_flight
-    return WRITER_PROCESS_IN_FLIGHT if settings.ledger_writer == "process" else IN_FLIGHT
-
-
 def make_store(
     env: EnvironmentSettings, writer: str = "thread", socket_dir: Path | None = None
 ) -> LedgerStore:
@@ -86,7 +69,7 @@ class Environment:
         self.engine = make_engine(env)
         self.store = make_store(env, settings.ledger_writer, settings.ledger_socket_dir)
         self.writer: GroupCommitter[Operation, Verdict] = GroupCommitter(
-            self.store.apply, settings.batch_max, batches_in_flight(settings)
+            self.store.apply, settings.batch_max, settings.batches_in_flight
         )
         # Point reads of ad requests (the inline VAST, the record) are batched as writes are: concurrent
         # readers share one statement (id IN / id = ANY). On PostgreSQL that is one round trip instead of a

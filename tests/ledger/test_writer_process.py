@@ -142,19 +142,17 @@ def answers_of_the_sqlite_writer(tmp_path: Path, sent: bytes) -> list[bytes]:
     return asyncio.run(scenario())
 
 
-def test_the_sqlite_writer_of_one_worker_answers_each_batch_and_an_unreadable_one_alone(
+def test_the_sqlite_writer_of_one_worker_answers_batch_by_batch_and_an_unreadable_one_alone(
     tmp_path: Path,
 ) -> None:
     issued = record()
     fire = Fire(issued.id, "impression", "wrapper", PLAY)
-    batches = (batch([Issue(issued)], 1), b"not a batch", batch([Issue(record()), fire], 3))
-    issue_answer, unreadable, last = answers_of_the_sqlite_writer(tmp_path, b"".join(map(framed, batches)))
+    batches = (batch([Issue(issued)], 1), b"not a batch", batch([fire, fire], 3))
+    issue_answer, unreadable, fires = answers_of_the_sqlite_writer(tmp_path, b"".join(map(framed, batches)))
     assert [v.outcome for v in decode_verdicts(issue_answer)] == ["issued"]
     with pytest.raises(WireError, match="the ledger writer process failed the batch"):
         decode_verdicts(unreadable)
-    # One transaction with the first batch: nothing in it was acknowledged before its commit, so a fire
-    # there cannot name an ad request it issues (no player could know the uuid yet).
-    assert [v.outcome for v in decode_verdicts(last)] == ["issued", "unknown"]
+    assert [v.outcome for v in decode_verdicts(fires)] == ["counted", "duplicate"]
 
 
 def test_the_sqlite_writer_of_one_worker_stops_quietly_when_its_worker_dies_mid_frame(

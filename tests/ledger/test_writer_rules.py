@@ -1,4 +1,4 @@
-"""The writer's rules without a database: what each frame of a transaction is answered."""
+"""The writer's rules without a database: which frames go into a transaction, and what each is answered."""
 
 from __future__ import annotations
 
@@ -10,10 +10,32 @@ import pytest
 
 from adslot.ledger.records import AlreadyAnswered, Fire, Operation, Receipt, Verdict
 from adslot.ledger.wire import Stamp, WireError, decode_verdicts, encode_batch, encode_verdicts, resent
-from adslot.ledger.writer_rules import answer_async, answer_blocking
+from adslot.ledger.writer_rules import Item, answer_async, answer_blocking, one_per_client
 from adslot.storage.failures import LedgerUnavailable
 
 A, B, C = "a", "b", "c"
+
+
+def test_each_client_gets_one_batch_into_the_next_transaction_and_the_rest_wait_in_order() -> None:
+    items: list[Item[str]] = [(A, b"a1"), (B, b"b1"), (A, b"a2"), (C, b"c1"), (B, b"b2"), (A, b"a3")]
+    now, later = one_per_client(items)
+    assert now == [(A, b"a1"), (B, b"b1"), (C, b"c1")]
+    assert later == [(A, b"a2"), (B, b"b2"), (A, b"a3")]
+    now, later = one_per_client(later)
+    assert now == [(A, b"a2"), (B, b"b2")]
+    assert later == [(A, b"a3")]
+
+
+def test_a_client_that_left_is_closed_only_after_its_last_batch() -> None:
+    now, later = one_per_client([(A, b"a1"), (A, b"a2"), (A, None), (B, b"b1"), (B, None)])
+    assert now == [(A, b"a1"), (B, b"b1"), (B, None)]
+    assert later == [(A, b"a2"), (A, None)]
+    now, later = one_per_client(later)
+    assert now == [(A, b"a2"), (A, None)] and later == []
+
+
+def test_wake_ups_are_dropped() -> None:
+    assert one_per_client([(None, None), (A, b"a1"), (None, None)]) == ([(A, b"a1")], [])
 
 
 def _frame(seq: int, *events: str, again: bool = False) -> bytes:

@@ -7,15 +7,9 @@ worker that overhead was ~1/5 of the writer's CPU per pixel (sampled), and with 
 writer on the Applier spent 40.0 µs per impression against 28.9 for one worker's blocking loop
 (bench/results/workers.md, 2026-11-27).
 
-Each pass waits until a socket is readable, reads what every ready client has sent, takes every frame
-that has arrived into one transaction and answers each client its own verdicts, in its own order, once
-committed. Every frame, not one per client as it took them until 2026-11-27: while a transaction runs, a
-worker with several batches in flight (8 by default, environment.batches_in_flight) keeps sending what its
-requests submit, and the next transaction carries all of it. Transactions are then as large as the load
-makes them and no batch waits a second commit behind its worker's earlier one: measured on 2 CPUs, +10%
-impressions and tracking fires a second against one batch per client with 2 in flight (bench/README.md,
-2026-11-27). Merging frames is merging batches: nothing in one was acknowledged before the transaction
-commits, so no op in it can depend on another's outcome. Sockets stay blocking: a read follows the
+Each pass waits until a socket is readable (not at all while frames wait), reads what every ready client
+has sent, takes one batch per client into one transaction (writer_rules.one_per_client) and answers each
+client its own verdicts, in its own order, once committed. Sockets stay blocking: a read follows the
 selector's word that data is there, and a worker always reads its answers.
 """
 
@@ -28,7 +22,7 @@ import socket
 
 from adslot.ledger.sqlite_store import SqliteLedgerStore
 from adslot.ledger.wire import READY, SIZE, WireError, encode_error, frame_size, framed
-from adslot.ledger.writer_rules import Item, answer_blocking
+from adslot.ledger.writer_rules import Item, answer_blocking, one_per_client
 
 log = logging.getLogger("adslot.ledger.writer_process")
 READ_BYTES = 1 << 18
@@ -78,7 +72,6 @@ class WriterLoop:
         """Until no worker is left and none can come."""
         try:
             while self._listener is not None or self._peers:
-                # Something queued (a client that left while being answered) is not waited on.
                 for key, _ in self._selector.select(0 if self._backlog else None):
                     if key.data is _LISTENER:
                         self._accept()
@@ -167,9 +160,8 @@ class WriterLoop:
             self._end(peer)
 
     def _write_next(self) -> None:
-        """One transaction of every frame that has arrived, each answered once it is committed; then the
-        clients that left are closed, after their last answers."""
-        now, self._backlog = self._backlog, []
+        """One transaction: one batch per client, each answered once it is committed."""
+        now, self._backlog = one_per_client(self._backlog)
         frames = [(peer, frame) for peer, frame in now if peer is not None and frame is not None]
         if frames:
             store = self._store

@@ -6,13 +6,13 @@ started it over a socketpair (ProcessLedgerStore's own writer). `python -m adslo
 it reads its database from standard input, listens on a Unix socket, and answers "ready" on standard output.
 
 Each client's first frame names its database (msgpack: url, schema), answered "ready". The batch frames
-that arrive while one transaction is being written are applied together in the next, and each is answered
-(its own verdicts, in its own order) only after that commit: several workers pay one commit for all their
-batches instead of taking turns. If the merged batch fails, each frame is applied on its own, so one
-worker's bad batch never fails another's (writer_rules.py). On SQLite, which writes one transaction at a
-time, both kinds of writer run a blocking loop (writer_loop.py); on PostgreSQL the asyncio Applier below
-overlaps transactions in concurrent lanes. Either takes every frame waiting into its next transaction, so a
-worker's batches in flight (8 by default, environment.batches_in_flight) only make transactions larger.
+that arrive while one transaction is being written, one per client (a worker's next batch waits for the next
+transaction, so it always has one in flight), are applied together in the next, and each is answered (its
+own verdicts, in its own order) only after that commit: several workers pay one commit for all their batches
+instead of taking turns. If the merged batch fails, each frame is applied on its own, so one worker's bad
+batch never fails another's (writer_rules.py). On SQLite, which writes one transaction at a time, both kinds
+of writer run a blocking loop (writer_loop.py); on PostgreSQL the asyncio Applier below overlaps batches in
+concurrent lanes.
 
 It ignores SIGINT and SIGTERM: its workers decide when it stops. A per-worker writer exits when its worker
 closes the socket (after the last batch, or by dying). A listening writer stops accepting when its standard
@@ -52,7 +52,7 @@ from adslot.ledger.wire import (
     write_frame,
 )
 from adslot.ledger.writer_loop import WriterLoop
-from adslot.ledger.writer_rules import Item, answer_async
+from adslot.ledger.writer_rules import Item, answer_async, one_per_client
 
 __all__ = ["READY", "Applier", "encode_database", "main"]
 log = logging.getLogger("adslot.ledger.writer_process")
@@ -83,9 +83,8 @@ def lanes_for(store: DatabaseLedgerStore) -> int:
 
 
 class Applier:
-    """Queues every client's batch frames in arrival order and writes what has gathered when a lane is free
-    as one batch, in as many concurrent lanes as the store takes; answers leave in the order the frames
-    came."""
+    """Queues every client's batch frames in arrival order and writes what has gathered as one batch,
+    in as many concurrent lanes as the store takes; answers leave in the order the batches were taken."""
 
     def __init__(self, store: DatabaseLedgerStore, database: bytes) -> None:
         self._store = store
@@ -142,13 +141,16 @@ class Applier:
         self._queue.put_nowait((None, None))
 
     async def run(self) -> None:
+        backlog: list[Item[Client]] = []
         while not (self._stopping and self._clients == 0):
-            items = [await self._queue.get()]
+            if not backlog:
+                backlog.append(await self._queue.get())
             await self._lanes.acquire()  # a free lane: what arrived while waiting for it joins this batch
             if self._clients > 1:
                 await asyncio.sleep(0)  # let every other client's reader queue what has already arrived
             while not self._queue.empty():
-                items.append(self._queue.get_nowait())
+                backlog.append(self._queue.get_nowait())
+            items, backlog = one_per_client(backlog)
             frames = [(client, frame) for client, frame in items if client is not None and frame is not None]
             if frames:
                 inline = self._begin(frames)

@@ -1,4 +1,5 @@
-"""The ledger writer's rules, free of I/O: what each batch frame of a transaction is answered.
+"""The ledger writer's rules, free of I/O: which batch frames go into its next transaction, and what each
+is answered.
 
 Both writer loops (the blocking one for SQLite, the asyncio Applier for PostgreSQL) answer frames by the same
 rules: a frame that cannot be decoded fails alone; a resent frame committed before gets its stored answer;
@@ -43,6 +44,29 @@ Plan = Generator[Ask, Any, list[tuple[C, bytes]]]
 Item = tuple[C | None, bytes | None]
 """(client, batch frame); frame None: the client has gone, close it once its batches are answered; client
 None: only a wake-up."""
+
+
+def one_per_client(items: list[Item[C]]) -> tuple[list[Item[C]], list[Item[C]]]:
+    """(what the next transaction takes, what waits for the one after), each in arrival order.
+
+    One batch per client a transaction: a worker keeps batches in flight so that its next one waits at the
+    writer while this one commits; taking them all into one commit would leave it nothing in flight.
+    """
+    now: list[Item[C]] = []
+    later: list[Item[C]] = []
+    taken: set[C] = set()
+    waiting: set[C] = set()
+    for client, frame in items:
+        if client is None:
+            continue
+        if client in waiting or (frame is not None and client in taken):
+            waiting.add(client)
+            later.append((client, frame))
+        else:
+            if frame is not None:
+                taken.add(client)
+            now.append((client, frame))
+    return now, later
 
 
 def failure(exc: Exception) -> bytes:
