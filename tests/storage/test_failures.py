@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from adslot.ledger.wire import WireError, decode_verdicts
-from adslot.ledger.writer_process import _failure
+from adslot.ledger.writer_rules import failure
 from adslot.storage.failures import LedgerUnavailable, unavailable
 from tests.conftest import require_postgres
 
@@ -87,9 +87,9 @@ def test_an_outage_wrapped_by_sqlalchemy_is_found_through_its_cause(tmp_path: Pa
 def test_the_writer_process_tells_its_worker_which_failures_pass(tmp_path: Path) -> None:
     busy = sqlite_error(tmp_path, "BEGIN IMMEDIATE", lock_first=True)
     with pytest.raises(LedgerUnavailable, match="database is locked"):
-        decode_verdicts(_failure(busy))
+        decode_verdicts(failure(busy))
     with pytest.raises(WireError, match="IntegrityError") as caught:
-        decode_verdicts(_failure(sqlite3.IntegrityError("UNIQUE constraint failed: ad_requests.id")))
+        decode_verdicts(failure(sqlite3.IntegrityError("UNIQUE constraint failed: ad_requests.id")))
     assert not isinstance(caught.value, LedgerUnavailable)
 
 
