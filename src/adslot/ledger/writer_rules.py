@@ -87,8 +87,8 @@ class _Batch(NamedTuple):
 
 
 def plan(frames: Sequence[tuple[C, bytes]]) -> Plan[C]:
-    """(client, answer) for each of `frames`, in their order: a worker matches answers to its batches by
-    order, and a transaction may carry several of one worker's."""
+    """(client, answer) for each of `frames`, in their order, whatever became of each frame: a worker matches
+    answers to its batches by order."""
     replies: list[bytes] = [b""] * len(frames)
     batches: list[_Batch] = []
     for index, (_, frame) in enumerate(frames):
