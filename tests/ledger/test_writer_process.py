@@ -33,11 +33,9 @@ from adslot.ledger.wire import (
 )
 from adslot.ledger.writer_loop import WriterLoop
 from adslot.ledger.writer_process import (
-    POSTGRES_LANES,
     READY,
     Applier,
     encode_database,
-    lanes_for,
 )
 from adslot.storage.tables import ledger_answers
 from tests.conftest import free_port, make_settings
@@ -109,12 +107,6 @@ def test_postgres_batches_run_in_concurrent_lanes_yet_each_client_gets_its_answe
         await asyncio.wait_for(running, 5)
 
     asyncio.run(scenario())
-
-
-def test_a_sqlite_writer_applies_one_batch_at_a_time(tmp_path: Path) -> None:
-    store = SqliteLedgerStore(tmp_path / "ledger.db")
-    assert lanes_for(store) == 1
-    assert lanes_for(cast(DatabaseLedgerStore, _SlowFirstStore())) == POSTGRES_LANES > 1
 
 
 def answers_of_the_sqlite_writer(tmp_path: Path, sent: bytes) -> list[bytes]:

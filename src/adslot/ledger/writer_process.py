@@ -29,7 +29,6 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Coroutine
 from pathlib import Path
 
 import msgspec
@@ -77,22 +76,16 @@ A PostgreSQL batch spends most of its time waiting for round trips and the commi
 order, keep concurrent transactions correct, as they do for several adslot nodes on one database."""
 
 
-def lanes_for(store: DatabaseLedgerStore) -> int:
-    """SQLite takes one writer at a time; PostgreSQL takes concurrent transactions."""
-    return 1 if isinstance(store, SqliteLedgerStore) else POSTGRES_LANES
-
-
 class Applier:
-    """Queues every client's batch frames in arrival order and writes what has gathered as one batch,
-    in as many concurrent lanes as the store takes; answers leave in the order the batches were taken."""
+    """Queues every client's batch frames in arrival order and writes what has gathered as one batch, in
+    POSTGRES_LANES concurrent lanes; answers leave in the order the batches were taken. PostgreSQL only:
+    SQLite writes one transaction at a time, and its writers run the blocking WriterLoop instead."""
 
     def __init__(self, store: DatabaseLedgerStore, database: bytes) -> None:
         self._store = store
         self._database = database
         self._loop = asyncio.get_running_loop()
-        lanes = lanes_for(store)
-        self._one_lane = lanes == 1
-        self._lanes = asyncio.Semaphore(lanes)
+        self._lanes = asyncio.Semaphore(POSTGRES_LANES)
         self._answered: asyncio.Future[None] = self._loop.create_future()
         """Set once the latest batch's answers are written (each batch's answers wait for the one before)."""
         self._answered.set_result(None)
@@ -153,9 +146,7 @@ class Applier:
             items, backlog = one_per_client(backlog)
             frames = [(client, frame) for client, frame in items if client is not None and frame is not None]
             if frames:
-                inline = self._begin(frames)
-                if inline is not None:
-                    await inline
+                self._begin(frames)
             else:
                 self._lanes.release()
             for client, frame in items:
@@ -165,18 +156,12 @@ class Applier:
                     self._clients -= 1
         await self._answered
 
-    def _begin(self, frames: list[tuple[Client, bytes]]) -> Coroutine[None, None, None] | None:
-        """Apply `frames` in a lane of their own; their answers leave after the previous batch's.
-
-        With one lane (SQLite) it returns the work for run() to await in place: no task per batch."""
+    def _begin(self, frames: list[tuple[Client, bytes]]) -> None:
+        """Apply `frames` in a lane of their own; their answers leave after the previous batch's."""
         previous, self._answered = self._answered, self._loop.create_future()
-        answer = self._answer(frames, previous, self._answered)
-        if self._one_lane:
-            return answer
-        task = self._loop.create_task(answer)
+        task = self._loop.create_task(self._answer(frames, previous, self._answered))
         self._answering.add(task)
         task.add_done_callback(self._answering.discard)
-        return None
 
     async def _answer(
         self, frames: list[tuple[Client, bytes]], previous: asyncio.Future[None], done: asyncio.Future[None]
