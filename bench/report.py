@@ -14,6 +14,7 @@ from pathlib import Path
 
 import msgspec
 
+from bench.hostcost import SyncCost, steal_share, steal_ticks, sync_cost
 from bench.scenarios import HALF_LOAD_P99_OVER_P50, Scenario
 from bench.wrk import WrkResult
 
@@ -107,6 +108,12 @@ class Machine(msgspec.Struct):
     loadavg_end: list[float] = msgspec.field(default_factory=list)
     git_diff_sha256: str | None = None
     """Identifies the uncommitted changes (tracked files) the run measured, when the tree was dirty."""
+    sync: SyncCost | None = None
+    """The cost of an append and fdatasync where the SQLite databases live, measured before the run."""
+    steal_ticks_start: list[int] = msgspec.field(default_factory=list)
+    """(steal, all) CPU ticks when the run began, for `steal`."""
+    steal: float | None = None
+    """The share of all CPUs' time the hypervisor gave to other guests during the run (0 on bare metal)."""
 
 
 class Config(msgspec.Struct):
@@ -286,11 +293,16 @@ def machine_facts(argv: list[str], wrk: str, program: str = "python -m bench") -
         git_dirty=None if status is None else bool(status),
         git_diff_sha256=_diff_digest() if status else None,
         loadavg_start=_loadavg(),
+        sync=sync_cost(),
+        steal_ticks_start=list(steal_ticks()),
     )
 
 
 def finish(machine: Machine) -> None:
     machine.loadavg_end = _loadavg()
+    if len(machine.steal_ticks_start) == 2:
+        start = machine.steal_ticks_start
+        machine.steal = steal_share((start[0], start[1]), steal_ticks())
 
 
 def _n(x: float) -> str:
@@ -355,7 +367,21 @@ def machine_lines(m: Machine) -> list[str]:
         f"`{m.command}` on {m.date}, commit `{m.git_commit[:12]}`{dirty}.",
         f"{m.nproc} CPUs ({m.cpu_model}), Python {m.python}, {m.wrk.split(' Copyright')[0]}, {m.platform}; "
         f"load average {m.loadavg_start} at the start, {m.loadavg_end} at the end.",
+        *_host_cost(m),
     ]
+
+
+def _host_cost(m: Machine) -> list[str]:
+    """The disk flush and the stolen CPU, which decide how far a durable pixel can come on this machine."""
+    parts = []
+    if m.sync is not None:
+        parts.append(
+            f"a 16 KiB append + fdatasync where the databases live: p50 {m.sync.p50_us:,.0f} µs, "
+            f"p99 {m.sync.p99_us:,.0f} µs, {m.sync.cpu_us:,.0f} µs of CPU each"
+        )
+    if m.steal is not None:
+        parts.append(f"CPU time taken by the hypervisor (steal) during the run: {m.steal:.1%}")
+    return [f"Host cost: {'; '.join(parts)}."] if parts else []
 
 
 def markdown(report: Report) -> str:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import msgspec
 
+from bench.hostcost import cpu_ticks
+
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 RESULT_PREFIX = "BENCH_RESULT "
 
@@ -52,15 +54,10 @@ class WrkResult(msgspec.Struct, frozen=True):
 
 
 def cpu_times() -> tuple[int, int]:
-    """(busy, all) CPU ticks of the whole machine since boot, from /proc/stat's first line; (0, 0) without it.
-    Busy is everything but idle and iowait."""
-    try:
-        with open("/proc/stat") as stat:
-            ticks = [int(t) for t in stat.readline().split()[1:]]
-    except OSError:
-        return 0, 0
-    total = sum(ticks[:8])  # user nice system idle iowait irq softirq steal (guest time is inside user)
-    return total - ticks[3] - ticks[4], total
+    """(busy, all) CPU ticks of the whole machine since boot; (0, 0) without /proc/stat. Busy is everything
+    but idle and iowait."""
+    ticks = cpu_ticks()
+    return (sum(ticks) - ticks[3] - ticks[4], sum(ticks)) if ticks else (0, 0)
 
 
 def wrk_binary() -> str | None:

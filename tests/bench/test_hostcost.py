@@ -1,0 +1,45 @@
+"""The machine's flush cost and stolen CPU, as every report's header states them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import hostcost, report
+
+
+def test_sync_cost_times_every_flush_in_the_given_directory_and_leaves_no_file(tmp_path: Path) -> None:
+    cost = hostcost.sync_cost(tmp_path, count=20)
+    assert cost is not None
+    assert 0 < cost.p50_us <= cost.p99_us
+    assert cost.cpu_us > 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sync_cost_is_none_where_the_directory_cannot_be_written(tmp_path: Path) -> None:
+    assert hostcost.sync_cost(tmp_path / "missing", count=3) is None
+
+
+def test_steal_share_is_the_stolen_part_of_the_ticks_between_two_readings() -> None:
+    assert hostcost.steal_share((100, 10_000), (130, 10_600)) == pytest.approx(0.05)
+    assert hostcost.steal_share((100, 10_000), (100, 10_000)) is None
+
+
+def test_steal_ticks_read_a_part_of_all_ticks_that_grows_with_time() -> None:
+    if not Path("/proc/stat").exists():
+        pytest.skip("no /proc/stat on this system")
+    steal, total = hostcost.steal_ticks()
+    assert 0 <= steal <= total and total > 0
+    assert hostcost.cpu_ticks()[7] == steal
+
+
+def test_the_report_header_states_the_flush_cost_and_the_steal() -> None:
+    facts = report.machine_facts([], "wrk")
+    report.finish(facts)
+    assert facts.sync is not None
+    assert facts.steal is None or 0 <= facts.steal <= 1
+    facts.steal = 0.031
+    header = "\n".join(report.machine_lines(facts))
+    assert f"p50 {facts.sync.p50_us:,.0f} µs" in header
+    assert "steal) during the run: 3.1%" in header
