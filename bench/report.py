@@ -14,7 +14,7 @@ from pathlib import Path
 
 import msgspec
 
-from bench.hostcost import SyncCost, steal_share, steal_ticks, sync_cost
+from bench.hostcost import APPEND_BYTES, SyncCost, steal_share, steal_ticks, sync_cost
 from bench.scenarios import HALF_LOAD_P99_OVER_P50, Scenario
 from bench.wrk import WrkResult
 
@@ -110,8 +110,8 @@ class Machine(msgspec.Struct):
     """Identifies the uncommitted changes (tracked files) the run measured, when the tree was dirty."""
     sync: SyncCost | None = None
     """The cost of an append and fdatasync where the SQLite databases live, measured before the run."""
-    steal_ticks_start: list[int] = msgspec.field(default_factory=list)
-    """(steal, all) CPU ticks when the run began, for `steal`."""
+    steal_ticks_start: tuple[int, int] = (0, 0)
+    """(steal, all) CPU ticks when the run began, for `steal`; (0, 0) without /proc/stat."""
     steal: float | None = None
     """The share of all CPUs' time the hypervisor gave to other guests during the run (0 on bare metal)."""
 
@@ -294,15 +294,13 @@ def machine_facts(argv: list[str], wrk: str, program: str = "python -m bench") -
         git_diff_sha256=_diff_digest() if status else None,
         loadavg_start=_loadavg(),
         sync=sync_cost(),
-        steal_ticks_start=list(steal_ticks()),
+        steal_ticks_start=steal_ticks(),
     )
 
 
 def finish(machine: Machine) -> None:
     machine.loadavg_end = _loadavg()
-    if len(machine.steal_ticks_start) == 2:
-        start = machine.steal_ticks_start
-        machine.steal = steal_share((start[0], start[1]), steal_ticks())
+    machine.steal = steal_share(machine.steal_ticks_start, steal_ticks())
 
 
 def _n(x: float) -> str:
@@ -376,8 +374,8 @@ def _host_cost(m: Machine) -> list[str]:
     parts = []
     if m.sync is not None:
         parts.append(
-            f"a 16 KiB append + fdatasync where the databases live: p50 {m.sync.p50_us:,.0f} µs, "
-            f"p99 {m.sync.p99_us:,.0f} µs, {m.sync.cpu_us:,.0f} µs of CPU each"
+            f"a {APPEND_BYTES // 1024} KiB append + fdatasync where the databases live: "
+            f"p50 {m.sync.p50_us:,.0f} µs, p99 {m.sync.p99_us:,.0f} µs, {m.sync.cpu_us:,.0f} µs of CPU each"
         )
     if m.steal is not None:
         parts.append(f"CPU time taken by the hypervisor (steal) during the run: {m.steal:.1%}")

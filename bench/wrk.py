@@ -57,7 +57,10 @@ def cpu_times() -> tuple[int, int]:
     """(busy, all) CPU ticks of the whole machine since boot; (0, 0) without /proc/stat. Busy is everything
     but idle and iowait."""
     ticks = cpu_ticks()
-    return (sum(ticks) - ticks[3] - ticks[4], sum(ticks)) if ticks else (0, 0)
+    if not ticks:
+        return 0, 0
+    total = sum(ticks)
+    return total - ticks[3] - ticks[4], total
 
 
 def wrk_binary() -> str | None:

@@ -26,12 +26,14 @@ def test_steal_share_is_the_stolen_part_of_the_ticks_between_two_readings() -> N
     assert hostcost.steal_share((100, 10_000), (100, 10_000)) is None
 
 
-def test_steal_ticks_read_a_part_of_all_ticks_that_grows_with_time() -> None:
+def test_steal_ticks_are_the_steal_column_and_the_sum_of_all_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     if not Path("/proc/stat").exists():
         pytest.skip("no /proc/stat on this system")
     steal, total = hostcost.steal_ticks()
     assert 0 <= steal <= total and total > 0
-    assert hostcost.cpu_ticks()[7] == steal
+    assert len(hostcost.cpu_ticks()) == 8
+    monkeypatch.setattr(hostcost, "cpu_ticks", lambda: [10, 1, 20, 900, 5, 2, 3, 59])
+    assert hostcost.steal_ticks() == (59, 1000)
 
 
 def test_the_report_header_states_the_flush_cost_and_the_steal() -> None:
