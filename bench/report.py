@@ -65,6 +65,21 @@ class Side(msgspec.Struct):
     def tail_ratio(self) -> float:
         return self.p99_us / self.p50_us if self.p50_us else float("inf")
 
+    @property
+    def cpu_all_us(self) -> float:
+        """CPU µs per request of every measured process, wrk's included: one request's cost to the machine."""
+        return sum(self.cpu_us.values())
+
+
+CPU_GROUPS = ("workers", "ledger writer", "PostgreSQL", "wrk")
+"""The process groups a run's CPU is read for (bench.cpu), in the order the CPU tables show them."""
+
+
+def cpu_cells(side: Side) -> str:
+    """One table row's CPU µs per request cells, CPU_GROUPS then all; "—" for a group not measured."""
+    cells = [f"{side.cpu_us[g]:.1f}" if g in side.cpu_us else "—" for g in CPU_GROUPS]
+    return f"{' | '.join(cells)} | {side.cpu_all_us:.1f}"
+
 
 def _sum(counts: Iterable[dict[str, int]]) -> dict[str, int]:
     total: dict[str, int] = {}
@@ -315,10 +330,19 @@ def _met(row: Row) -> str:
     return "yes" if row.met else "no"
 
 
+def round_ratios(row: Row) -> list[float]:
+    """A max-rate row's ratio in each round (adslot's run / the bare app's run just before it): how far the
+    median could move on this machine."""
+    if row.kind != "max":
+        return []
+    return [a.rps / b.rps if b.rps else 0.0 for b, a in zip(row.bare.rounds, row.adslot.rounds, strict=True)]
+
+
 def table(rows: list[Row]) -> str:
     lines = [
-        "| scenario | backend | bare req/s | adslot req/s | ratio | p50 µs | p99 µs | target | met |",
-        "|---|---|---:|---:|---:|---:|---:|---|---|",
+        "| scenario | backend | bare req/s | adslot req/s | ratio | p50 µs | p99 µs | target | met "
+        "| ratio by round |",
+        "|---|---|---:|---:|---:|---:|---:|---|---|---|",
     ]
     for row in rows:
         if row.kind == "max":
@@ -328,10 +352,32 @@ def table(rows: list[Row]) -> str:
                 f"{row.scenario} @ half load",
                 f"p99/p50 {row.ratio:.1f}" if row.ratio is not None else "—",
             )
+        each = " · ".join(f"{r:.2f}" for r in round_ratios(row)) or "—"
         lines.append(
             f"| {name} | {row.backend} | {_n(row.bare.rps)} | {_n(row.adslot.rps)} | {ratio} | "
-            f"{_n(row.adslot.p50_us)} | {_n(row.adslot.p99_us)} | {row.target} | {_met(row)} |"
+            f"{_n(row.adslot.p50_us)} | {_n(row.adslot.p99_us)} | {row.target} | {_met(row)} | {each} |"
         )
+    return "\n".join(lines)
+
+
+def cpu_table(rows: list[Row]) -> str:
+    """Each max-rate row's CPU µs per request, bare app and adslot: what a ratio is made of, measured as
+    exactly as /proc counts, where req/s move with whatever else the host runs."""
+    lines = [
+        "| scenario | backend | server | req/s | workers | ledger writer | PostgreSQL | wrk | all "
+        "| machine busy | all, bare ÷ adslot |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        if row.kind != "max" or not (row.bare.cpu_us and row.adslot.cpu_us):
+            continue
+        for name, side in (("bare", row.bare), ("adslot", row.adslot)):
+            mine = side.cpu_all_us if name == "adslot" else 0.0
+            share = f"{row.bare.cpu_all_us / mine:.2f}" if mine else "—"
+            lines.append(
+                f"| {row.scenario} | {row.backend} | {name} | {_n(side.rps)} | {cpu_cells(side)} | "
+                f"{side.cpu_busy:.0%} | {share} |"
+            )
     return "\n".join(lines)
 
 
@@ -396,9 +442,21 @@ def markdown(report: Report) -> str:
         "",
         "ratio = adslot req/s / bare req/s at the maximum rate wrk reaches; p50/p99 are adslot's. "
         "Half-load rows pace each server at about half of its own measured maximum (their req/s "
-        "columns are the rates reached) and compare adslot's p99 with its p50.",
+        "columns are the rates reached) and compare adslot's p99 with its p50. Ratio by round: each "
+        "round's adslot run over the bare app's run just before it.",
         "",
     ]
+    if any(row.bare.cpu_us and row.adslot.cpu_us for row in report.rows):
+        out += [
+            "CPU per request, µs (user + system, from /proc, medians over rounds): the server's worker "
+            "processes, its ledger writer process, the machine's PostgreSQL server processes (busy only for "
+            "the server under load) and wrk, which shares the CPUs. Machine busy is the share of all CPUs' "
+            "time not idle during the run. all, bare ÷ adslot is the ratio the two would reach if each kept "
+            "the machine equally busy: it does not move with the host's load as req/s do.",
+            "",
+            cpu_table(report.rows),
+            "",
+        ]
     backends = [f"{name}: {state}" for name, state in report.backends.items()]
     out += ["Backends: " + "; ".join(backends) + ".", ""]
     if report.notes:

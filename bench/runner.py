@@ -22,7 +22,7 @@ from types import FrameType
 
 from adslot.settings import EnvironmentSettings, load_settings
 from bench import growth, report
-from bench.cpu import Pids, measure_cpu
+from bench.cpu import Pids, measure_cpu, postgres_pids, server_groups
 from bench.postgres import drop_schemas, fresh_schemas, redacted, unreachable_reason
 from bench.report import Config, Row
 from bench.scenarios import SCENARIOS, Scenario, select
@@ -188,6 +188,18 @@ class Target:
 
 Processes = Callable[[Target], Mapping[str, Pids]]
 """The groups of processes whose CPU a run of `target` costs (its server's, the database's)."""
+
+
+def processes(target: Target, *, postgres: bool) -> dict[str, Pids]:
+    """What a run of `target` costs: its server's workers and ledger writer, and PostgreSQL's processes
+    (shared by the servers, but only the one under load keeps them busy; listed at each end of the run, as
+    the writers' pools replace their connections)."""
+    groups: dict[str, Pids] = {**server_groups(target.server.process.pid)}
+    if postgres:
+        groups["PostgreSQL"] = postgres_pids
+    return groups
+
+
 Records = Callable[[], dict[str, int]]
 """Reads adslot's Proof-of-Play totals (counted, duplicate, late) over the benchmark's ad requests."""
 
@@ -216,8 +228,7 @@ class Bench:
         self.args = args
         self.wrk = wrk
         self.processes: Processes | None = None
-        """When set, the groups of processes whose CPU each run records per request (bench.workers sets it
-        per backend)."""
+        """When set, the groups of processes whose CPU each run records per request (set per backend)."""
         self.rows: list[Row] = []
         self.notes: list[str] = []
         self.offsets: dict[tuple[str, str], int] = {}
@@ -358,6 +369,7 @@ class Bench:
 
     def backend(self, backend: str, postgres_url: str | None, work: Path) -> None:
         work.mkdir(parents=True)
+        self.processes = partial(processes, postgres=postgres_url is not None)
         sizes = self.args.preload
         side_by_side = len(sizes) > 1
         schemas = {size: fresh_schemas() if postgres_url else None for size in sizes}

@@ -24,7 +24,6 @@ import msgspec
 
 from adslot.settings import load_settings
 from bench import report
-from bench.cpu import Pids, postgres_pids, server_groups
 from bench.postgres import drop_schemas, fresh_schemas, redacted
 from bench.report import Machine, Side
 from bench.runner import (
@@ -39,6 +38,7 @@ from bench.runner import (
     parse_env_pair,
     parse_seconds,
     pop_delta,
+    processes,
     run_backends,
 )
 from bench.scenarios import SCENARIOS, Scenario, select
@@ -309,16 +309,6 @@ class WorkersBench:
         return launch
 
 
-def processes(target: Target, *, postgres: bool) -> dict[str, Pids]:
-    """What a run of `target` costs: its server's workers and ledger writer, and PostgreSQL's processes
-    (shared by both servers, but only the one under load keeps them busy; listed at each end of the run, as
-    the writers' pools replace their connections)."""
-    groups: dict[str, Pids] = {**server_groups(target.server.process.pid)}
-    if postgres:
-        groups["PostgreSQL"] = postgres_pids
-    return groups
-
-
 def notes(rows: list[WorkersRow], machine: Machine, threads: int) -> list[str]:
     """Errors first, then what adslot counted, then what limits the numbers on this machine."""
     out = [f"ERRORS in {r.backend} {r.scenario}: {flag}" for r in rows for flag in r.flags]
@@ -378,9 +368,6 @@ def table(rows: list[WorkersRow]) -> str:
     return "\n".join(lines)
 
 
-CPU_GROUPS = ("workers", "ledger writer", "PostgreSQL", "wrk")
-
-
 def cpu_table(rows: list[WorkersRow]) -> str:
     """CPU µs per request of each server's processes and of wrk: where a second worker's cost goes."""
     lines = [
@@ -391,11 +378,8 @@ def cpu_table(rows: list[WorkersRow]) -> str:
         for name, side in ((ONE, r.one_worker), (TWO, r.two_workers)):
             if not side.cpu_us:
                 continue
-            cells = [f"{side.cpu_us[g]:.1f}" if g in side.cpu_us else "—" for g in CPU_GROUPS]
-            lines.append(
-                f"| {r.scenario} | {r.backend} | {name} | {_n(side.rps)} | {' | '.join(cells)} | "
-                f"{sum(side.cpu_us.values()):.1f} |"
-            )
+            cells = report.cpu_cells(side)
+            lines.append(f"| {r.scenario} | {r.backend} | {name} | {_n(side.rps)} | {cells} |")
     return "\n".join(lines)
 
 

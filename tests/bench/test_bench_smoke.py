@@ -73,6 +73,14 @@ def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
     for kind in ("max", "half_load"):
         fires = rows[("impression", kind)]["proof_of_play"]
         assert fires["counted"] > 0 and fires["duplicate"] == 0, (kind, fires)
+    # Every run's CPU per request, from /proc: the bare app has no ledger writer, adslot's does the writing.
+    for kind in ("max", "half_load"):
+        bare, adslot = (rows[("impression", kind)][side]["cpu_us"] for side in ("bare", "adslot"))
+        assert set(bare) == set(adslot) == {"workers", "ledger writer", "wrk"}, (bare, adslot)
+        assert bare["ledger writer"] == 0 < adslot["ledger writer"], (bare, adslot)
+        assert bare["workers"] > 0 and adslot["workers"] > 0 and bare["wrk"] > 0 and adslot["wrk"] > 0
+    markdown = (tmp_path / "latest.md").read_text()
+    assert "| impression | sqlite | adslot |" in markdown and "| impression | sqlite | bare |" in markdown
     (minted,) = [note for note in report["notes"] if note.startswith("sqlite impression: fires on ")]
     fired = sum(r["requests"] for r in rows[("impression", "max")]["adslot"]["rounds"])
     assert int(minted.split()[4].replace(",", "")) > fired, minted

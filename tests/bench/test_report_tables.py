@@ -1,0 +1,82 @@
+"""The report's tables say what each ratio is made of: the ratio in every round, and CPU per request."""
+
+from __future__ import annotations
+
+from bench.report import Row, Side
+from bench.wrk import WrkResult
+
+from bench import report
+
+
+def _run(rps: float, cpu_us: dict[str, float] | None = None) -> WrkResult:
+    return WrkResult(
+        requests=int(rps * 5),
+        duration_s=5.0,
+        rps=rps,
+        bytes=0,
+        p50_us=1000,
+        p90_us=1500,
+        p99_us=3000,
+        p999_us=4000,
+        max_us=5000,
+        mean_us=1100.0,
+        non2xx=0,
+        socket_errors={},
+        cpu_busy=0.9,
+        cpu_us=cpu_us or {},
+    )
+
+
+def _row(kind: str, bare: list[WrkResult], adslot: list[WrkResult]) -> Row:
+    return Row("impression", "sqlite", kind, "", Side.of(bare), Side.of(adslot), 0.5, ">= 0.7", False, [])
+
+
+def test_each_round_s_ratio_is_adslot_over_the_bare_run_of_the_same_round() -> None:
+    row = _row("max", [_run(20_000), _run(10_000), _run(16_000)], [_run(10_000), _run(8_000), _run(12_000)])
+    assert report.round_ratios(row) == [0.5, 0.8, 0.75]
+    assert "| 0.50 · 0.80 · 0.75 |" in report.table([row])
+
+
+def test_a_half_load_row_has_no_ratio_by_round() -> None:
+    row = _row("half_load", [_run(10_000)], [_run(5_000)])
+    assert report.round_ratios(row) == []
+    assert report.table([row]).splitlines()[-1].endswith("| — |")
+
+
+def test_the_cpu_table_gives_each_group_s_median_and_the_ratio_of_the_machine_s_cost() -> None:
+    bare = {"workers": 50.0, "ledger writer": 0.0, "wrk": 25.0}
+    adslot = {"workers": 45.0, "ledger writer": 35.0, "wrk": 20.0}
+    slower = {"workers": 60.0, "ledger writer": 45.0, "wrk": 20.0}
+    runs = [_run(10_000, adslot), _run(9_000, slower), _run(11_000, adslot)]
+    row = _row("max", [_run(20_000, bare)] * 3, runs)
+    lines = report.cpu_table([row]).splitlines()
+    bare_line = "| impression | sqlite | bare | 20,000 | 50.0 | 0.0 | — | 25.0 | 75.0 | 90% | — |"
+    assert lines[2] == bare_line
+    # Medians per group (45, 35, 20 of 45/60/45, 35/45/35, 20/20/20): 100 µs against the bare app's 75.
+    adslot_line = "| impression | sqlite | adslot | 10,000 | 45.0 | 35.0 | — | 20.0 | 100.0 | 90% | 0.75 |"
+    assert lines[3] == adslot_line
+
+
+def test_rows_without_cpu_figures_leave_the_cpu_table_and_its_text_out() -> None:
+    row = _row("max", [_run(20_000)], [_run(10_000)])
+    assert len(report.cpu_table([row]).splitlines()) == 2
+    assert "CPU per request" not in report.markdown(
+        report.Report(report.machine_facts([], "wrk"), _config(), {"sqlite": "ran"}, [row], [])
+    )
+
+
+def _config() -> report.Config:
+    return report.Config(
+        duration_s=5,
+        warmup_s=1,
+        connections=64,
+        threads=2,
+        rounds=1,
+        workers=1,
+        uuids=100,
+        scenarios=["impression"],
+        half_load=False,
+        postgres_url=None,
+        adslot_env={},
+        tally=False,
+    )
