@@ -452,7 +452,8 @@ def markdown(report: Report) -> str:
             "processes, its ledger writer process, the machine's PostgreSQL server processes (busy only for "
             "the server under load) and wrk, which shares the CPUs. Machine busy is the share of all CPUs' "
             "time not idle during the run. all, bare ÷ adslot is the ratio the two would reach if each kept "
-            "the machine equally busy: it does not move with the host's load as req/s do.",
+            "the machine equally busy: unlike req/s it does not depend on how much of the machine each run "
+            "kept busy, though it moves with the CPU's speed from round to round.",
             "",
             cpu_table(report.rows),
             "",
