@@ -361,8 +361,8 @@ def table(rows: list[Row]) -> str:
 
 
 def cpu_table(rows: list[Row]) -> str:
-    """Each max-rate row's CPU µs per request, bare app and adslot: what a ratio is made of, measured as
-    exactly as /proc counts, where req/s move with whatever else the host runs."""
+    """Each max-rate row's CPU µs per request by process, bare app and adslot: what its ratio is made of,
+    which req/s alone cannot say."""
     lines = [
         "| scenario | backend | server | req/s | workers | ledger writer | PostgreSQL | wrk | all "
         "| machine busy | all, bare ÷ adslot |",

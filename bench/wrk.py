@@ -45,7 +45,7 @@ class WrkResult(msgspec.Struct, frozen=True):
     there is no /proc. Near 1 means server and wrk together used every CPU: no room for another worker."""
     cpu_us: dict[str, float] = msgspec.field(default_factory=dict)
     """CPU µs (user + system) per request by group of processes (the server's workers, its ledger writer,
-    PostgreSQL, wrk), from /proc; only where the benchmark measured it (bench.workers)."""
+    PostgreSQL, wrk), from /proc; empty where nothing measured it (the mint, the profile's own runs)."""
 
     @property
     def error_count(self) -> int:

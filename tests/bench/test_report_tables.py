@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from bench.report import Row, Side
+from bench.report import (
+    Config,
+    Report,
+    Row,
+    Side,
+    cpu_table,
+    machine_facts,
+    markdown,
+    round_ratios,
+    table,
+)
 from bench.wrk import WrkResult
-
-from bench import report
 
 
 def _run(rps: float, cpu_us: dict[str, float] | None = None) -> WrkResult:
@@ -33,14 +41,14 @@ def _row(kind: str, bare: list[WrkResult], adslot: list[WrkResult]) -> Row:
 
 def test_each_round_s_ratio_is_adslot_over_the_bare_run_of_the_same_round() -> None:
     row = _row("max", [_run(20_000), _run(10_000), _run(16_000)], [_run(10_000), _run(8_000), _run(12_000)])
-    assert report.round_ratios(row) == [0.5, 0.8, 0.75]
-    assert "| 0.50 · 0.80 · 0.75 |" in report.table([row])
+    assert round_ratios(row) == [0.5, 0.8, 0.75]
+    assert "| 0.50 · 0.80 · 0.75 |" in table([row])
 
 
 def test_a_half_load_row_has_no_ratio_by_round() -> None:
     row = _row("half_load", [_run(10_000)], [_run(5_000)])
-    assert report.round_ratios(row) == []
-    assert report.table([row]).splitlines()[-1].endswith("| — |")
+    assert round_ratios(row) == []
+    assert table([row]).splitlines()[-1].endswith("| — |")
 
 
 def test_the_cpu_table_gives_each_group_s_median_and_the_ratio_of_the_machine_s_cost() -> None:
@@ -49,7 +57,7 @@ def test_the_cpu_table_gives_each_group_s_median_and_the_ratio_of_the_machine_s_
     slower = {"workers": 60.0, "ledger writer": 45.0, "wrk": 20.0}
     runs = [_run(10_000, adslot), _run(9_000, slower), _run(11_000, adslot)]
     row = _row("max", [_run(20_000, bare)] * 3, runs)
-    lines = report.cpu_table([row]).splitlines()
+    lines = cpu_table([row]).splitlines()
     bare_line = "| impression | sqlite | bare | 20,000 | 50.0 | 0.0 | — | 25.0 | 75.0 | 90% | — |"
     assert lines[2] == bare_line
     # Medians per group (45, 35, 20 of 45/60/45, 35/45/35, 20/20/20): 100 µs against the bare app's 75.
@@ -59,14 +67,14 @@ def test_the_cpu_table_gives_each_group_s_median_and_the_ratio_of_the_machine_s_
 
 def test_rows_without_cpu_figures_leave_the_cpu_table_and_its_text_out() -> None:
     row = _row("max", [_run(20_000)], [_run(10_000)])
-    assert len(report.cpu_table([row]).splitlines()) == 2
-    assert "CPU per request" not in report.markdown(
-        report.Report(report.machine_facts([], "wrk"), _config(), {"sqlite": "ran"}, [row], [])
+    assert len(cpu_table([row]).splitlines()) == 2
+    assert "CPU per request" not in markdown(
+        Report(machine_facts([], "wrk"), _config(), {"sqlite": "ran"}, [row], [])
     )
 
 
-def _config() -> report.Config:
-    return report.Config(
+def _config() -> Config:
+    return Config(
         duration_s=5,
         warmup_s=1,
         connections=64,
