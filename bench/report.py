@@ -393,15 +393,27 @@ def growth_notes(rows: list[Row], sizes: tuple[int, ...]) -> list[str]:
             groups.setdefault((row.backend.split(", ")[0], row.scenario), []).append(row)
     for (backend, scenario), group in groups.items():
         rates = [r.adslot.rps for r in group]
-        spread = (max(rates) - min(rates)) / max(rates) if max(rates) else 0.0
         each = " / ".join(f"{r.adslot.rps:,.0f}" for r in group)
         stored = " / ".join(f"{n:,}" for n in sizes)
-        verdict = "within" if spread <= GROWTH_SPREAD else "NOT within"
-        out.append(
+        verdict = "within" if spread(rates) <= GROWTH_SPREAD else "NOT within"
+        note = (
             f"Growth, {backend} {scenario}: {each} req/s with {stored} stored ad requests, measured side by "
-            f"side; spread {spread:.1%}, {verdict} {GROWTH_SPREAD:.0%}."
+            f"side; spread {spread(rates):.1%}, {verdict} {GROWTH_SPREAD:.0%}."
         )
+        costs = [r.adslot.cpu_all_us for r in group]
+        if all(costs):
+            note += (
+                f" CPU per request (adslot's processes and wrk): {' / '.join(f'{c:.1f}' for c in costs)} µs, "
+                f"spread {spread(costs):.1%}."
+            )
+        out.append(note)
     return out
+
+
+def spread(values: list[float]) -> float:
+    """(largest - smallest) / largest: how far apart a measure is across the stored sizes."""
+    largest = max(values, default=0.0)
+    return (largest - min(values)) / largest if largest else 0.0
 
 
 def machine_lines(m: Machine) -> list[str]:

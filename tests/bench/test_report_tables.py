@@ -8,6 +8,7 @@ from bench.report import (
     Row,
     Side,
     cpu_table,
+    growth_notes,
     machine_facts,
     markdown,
     round_ratios,
@@ -88,3 +89,16 @@ def _config() -> Config:
         adslot_env={},
         tally=False,
     )
+
+
+def test_growth_notes_give_the_rate_and_the_cpu_per_request_at_each_size_with_their_spreads() -> None:
+    def sized(size: str, rps: float, cpu: float) -> Row:
+        row = _row("max", [_run(20_000)], [_run(rps, {"workers": cpu / 2, "ledger writer": cpu / 2})])
+        row.backend = f"sqlite, {size} stored"
+        return row
+
+    rows = [sized("0", 10_000, 100.0), sized("1,000,000", 9_500, 104.0), sized("10,000,000", 8_500, 110.0)]
+    (note,) = growth_notes(rows, (0, 1_000_000, 10_000_000))
+    assert "10,000 / 9,500 / 8,500 req/s" in note and "spread 15.0%, NOT within 10%" in note
+    cost = "CPU per request (adslot's processes and wrk): 100.0 / 104.0 / 110.0 µs, spread 9.1%."
+    assert note.endswith(cost), note
