@@ -25,7 +25,7 @@ from adslot.inventory.csv_import import import_venues
 from adslot.inventory.schemas import ScreenIn, ScreenPatch, VenueIn, VenuePatch
 from adslot.ledger.shared_writer import shared_writers
 from adslot.settings import ENVIRONMENTS, SettingsError, load_settings
-from adslot.storage.database import make_engine
+from adslot.storage.database import make_engine, write_transaction
 from adslot.workers import REUSE_PORT, bound_socket, run_workers, serve_one
 
 T = TypeVar("T")
@@ -64,10 +64,12 @@ def _run(env_name: str, fn: Callable[[sa.Connection], T], *, write: bool = False
     prepare_database(env)
     engine = make_engine(env)
     try:
-        with engine.begin() as conn:
+        if not write:
+            with engine.begin() as conn:
+                return fn(conn)
+        with write_transaction(engine) as conn:
             result = fn(conn)
-            if write:
-                bump_version(conn)
+            bump_version(conn)
             return result
     except ApiError as exc:
         raise _api_error(exc) from exc

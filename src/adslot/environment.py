@@ -29,7 +29,7 @@ from adslot.ledger.stores import store_for
 from adslot.ledger.sweeper import ExpirySweeper
 from adslot.sandbox.seed import seed_sandbox, testing_key
 from adslot.settings import EnvironmentSettings, Settings
-from adslot.storage.database import make_engine
+from adslot.storage.database import make_engine, write_transaction
 from adslot.storage.migrate import upgrade
 
 T = TypeVar("T")
@@ -43,7 +43,7 @@ def prepare_database(env: EnvironmentSettings) -> str | None:
         upgrade(engine, env.database_schema)
         if env.name != "sandbox":
             return None
-        with engine.begin() as conn:
+        with write_transaction(engine) as conn:
             return seed_sandbox(conn)
     finally:
         engine.dispose()
@@ -120,10 +120,12 @@ class Environment:
         """Run management-rate database work in a thread; writes bump the catalog and reload it."""
 
         def work() -> T:
-            with self.engine.begin() as conn:
+            if not write:
+                with self.engine.begin() as conn:
+                    return fn(conn)
+            with write_transaction(self.engine) as conn:
                 result = fn(conn)
-                if write:
-                    bump_version(conn)
+                bump_version(conn)
                 return result
 
         result = await anyio.to_thread.run_sync(work)

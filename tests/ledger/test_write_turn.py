@@ -11,8 +11,9 @@ import pytest
 
 from adslot.environment import prepare_database
 from adslot.ledger.records import Issue
-from adslot.ledger.sqlite_store import SqliteLedgerStore, WriteTurn
+from adslot.ledger.sqlite_store import SqliteLedgerStore
 from adslot.storage.database import sqlite_path
+from adslot.storage.write_turn import WriteTurn
 from tests.conftest import free_port, make_settings
 from tests.ledger.stores import record
 

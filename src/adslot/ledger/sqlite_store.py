@@ -10,19 +10,12 @@ before the batch's requests are answered.
 from __future__ import annotations
 
 import asyncio
-import os
 import sqlite3
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
-from types import TracebackType
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows has no flock; SQLite's busy handler alone serializes there
-    fcntl = None  # type: ignore[assignment]
 
 from adslot.ids import uuid_from_int
 from adslot.ledger.claims import closes_at
@@ -62,6 +55,7 @@ from adslot.ledger.store import (
     issue_values,
     set_items,
 )
+from adslot.storage.write_turn import WriteTurn
 
 SELECT = SELECT_ONE + "?"
 SELECT_IN = SELECT_ONE.replace("id = ", "id IN ({marks})")
@@ -232,37 +226,6 @@ def _save_answers(
     if conn.executemany(SAVE_ANSWER, rows).rowcount != len(rows):
         raise AlreadyAnswered("a resent ledger frame was committed before")
     return [row[-1] for row in rows]
-
-
-class WriteTurn:
-    """Hands SQLite's write lock from one worker's writer to the next the moment it is free.
-
-    With several workers, each one's writer takes BEGIN IMMEDIATE on the same file. SQLite's busy handler
-    waits for a held lock by sleeping and retrying, up to 100 ms a sleep, so a writer that finds the lock
-    taken often sleeps on long after it is released (measured: p99 of 85-476 ms with 2 workers). An
-    exclusive flock on a file beside the database queues the writers in the kernel instead, which wakes the
-    next one at the release; SQLite's own lock is then free when it asks for it. Writers outside the ledger
-    (the management API's rare writes) still meet only SQLite's lock and busy handler.
-    """
-
-    def __init__(self, database: Path) -> None:
-        self.path = database.with_name(database.name + ".write-turn")
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600) if fcntl is not None else -1
-
-    def __enter__(self) -> None:
-        if self._fd >= 0:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        if self._fd >= 0:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
 
 
 class SqliteLedgerStore:

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from adslot.errors import ApiError
 from adslot.settings import EnvironmentSettings
+from adslot.storage.write_turn import WriteTurn
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
@@ -37,8 +38,19 @@ def checked_schema(schema: str | None) -> str | None:
     return schema
 
 
+WRITES = "adslot_writes"
+"""Execution option of a connection whose transaction will write: on SQLite it begins IMMEDIATE."""
+
+
 def make_engine(env: EnvironmentSettings) -> sa.Engine:
-    """A synchronous engine for migrations and the (low-rate) management API."""
+    """A synchronous engine for migrations and the (low-rate) management API.
+
+    On SQLite the engine, not pysqlite, begins each transaction (SQLAlchemy's recipe for pysqlite): in its
+    legacy mode pysqlite begins one only before the first INSERT, UPDATE or DELETE, so a check-then-write
+    ran its check outside the write's transaction, and a read of several statements (a catalog load, a
+    report) could see a write land between two of them. Now each transaction is one snapshot, and a
+    writing one (WRITES, write_transaction) holds the write lock from its first statement.
+    """
     url = env.database_url
     if is_sqlite(url):
         path = sqlite_path(url)
@@ -52,6 +64,14 @@ def make_engine(env: EnvironmentSettings) -> sa.Engine:
             cursor.execute("PRAGMA synchronous=FULL")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.close()
+            dbapi_conn.isolation_level = None  # pysqlite begins nothing itself; _sqlite_begin does
+
+        @sa.event.listens_for(engine, "begin")
+        def _sqlite_begin(conn: sa.Connection) -> None:
+            # A deferred BEGIN that reads and then writes cannot take the write lock if another connection
+            # (a ledger writer) committed since its read: SQLite fails it at once, without waiting.
+            writes = conn.get_execution_options().get(WRITES, False)
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
 
         return engine
     parsed = sa.engine.make_url(url)
@@ -62,6 +82,27 @@ def make_engine(env: EnvironmentSettings) -> sa.Engine:
     if schema:
         connect_args["options"] = f"-csearch_path={schema}"
     return sa.create_engine(parsed, connect_args=connect_args, pool_pre_ping=True)
+
+
+@contextmanager
+def write_transaction(engine: sa.Engine) -> Iterator[sa.Connection]:
+    """One transaction that writes, committed on leaving it (rolled back on an exception).
+
+    On SQLite it first waits its turn with the ledger writers (write_turn.py), then holds SQLite's write lock
+    from its first statement, so what it reads is what it writes against, and the ledger writer that comes
+    next is woken the moment it commits rather than by SQLite's busy handler. PostgreSQL's row locks and
+    constraints order its writers; there it is engine.begin().
+    """
+    if engine.dialect.name != "sqlite":
+        with engine.begin() as conn:
+            yield conn
+        return
+    turn = WriteTurn(Path(engine.url.database or ""))
+    try:
+        with turn, engine.connect().execution_options(**{WRITES: True}) as conn, conn.begin():
+            yield conn
+    finally:
+        turn.close()
 
 
 def as_dict(row: sa.RowMapping) -> dict[str, Any]:

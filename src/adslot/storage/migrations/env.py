@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
+from adslot.storage.database import WRITES
 from adslot.storage.tables import metadata
 
 config = context.config
@@ -11,6 +12,8 @@ engine = config.attributes["engine"]
 schema = config.attributes.get("schema")
 
 with engine.connect() as connection:
+    # A migration writes: on SQLite its transaction holds the write lock from the start (storage.database).
+    connection.execution_options(**{WRITES: True})
     if schema and connection.dialect.name == "postgresql":
         connection.exec_driver_sql(f'SET search_path TO "{schema}"')
         connection.commit()

@@ -1,0 +1,114 @@
+"""The management engine's transactions on SQLite: one snapshot per read, the write lock from a write's first
+statement, and a turn taken with the ledger writers (storage.database.write_transaction)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from adslot.storage.database import sqlite_path, write_transaction
+from adslot.storage.tables import advertisers
+from adslot.storage.write_turn import WriteTurn
+from tests.conftest import BACKENDS, migrated_engine
+
+HELD_SECONDS = 0.3
+
+
+@pytest.fixture(params=BACKENDS)
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[sa.Engine]:
+    yield from migrated_engine(tmp_path, str(request.param))
+
+
+@pytest.fixture
+def sqlite_engine(tmp_path: Path) -> Iterator[sa.Engine]:
+    yield from migrated_engine(tmp_path, "sqlite")
+
+
+def _path(engine: sa.Engine) -> Path:
+    return sqlite_path(engine.url.render_as_string())
+
+
+def _other_writer(engine: sa.Engine) -> sqlite3.Connection:
+    """Another process's connection to the same file, as a ledger writer has, that never waits for a lock."""
+    return sqlite3.connect(_path(engine), timeout=0, isolation_level=None)
+
+
+def _advertiser_count(conn: sa.Connection) -> int:
+    return int(conn.execute(sa.select(sa.func.count()).select_from(advertisers)).scalar_one())
+
+
+def test_a_write_transaction_holds_sqlite_s_write_lock_from_its_first_statement(
+    sqlite_engine: sa.Engine,
+) -> None:
+    """Even before it writes: what it read (an existence check) is then what it writes against."""
+    other = _other_writer(sqlite_engine)
+    try:
+        with write_transaction(sqlite_engine) as conn:
+            _advertiser_count(conn)
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                other.execute("BEGIN IMMEDIATE")
+        other.execute("BEGIN IMMEDIATE")  # free again once it committed
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+
+
+def test_a_read_sees_one_snapshot_across_its_statements(sqlite_engine: sa.Engine) -> None:
+    """A catalog load or a report reads several statements: a commit between two of them stays unseen."""
+    other = _other_writer(sqlite_engine)
+    try:
+        with sqlite_engine.connect() as conn:
+            before = _advertiser_count(conn)
+            other.execute("INSERT INTO advertisers (name, created_at) VALUES ('Between', 1)")
+            assert _advertiser_count(conn) == before
+        with sqlite_engine.connect() as conn:
+            assert _advertiser_count(conn) == before + 1
+    finally:
+        other.close()
+
+
+def test_a_write_transaction_waits_for_the_ledger_writers_turn_and_goes_when_it_ends(
+    sqlite_engine: sa.Engine,
+) -> None:
+    """A ledger writer holds the turn (SQLite's own lock is free): the management write waits in the kernel's
+    queue, not in SQLite's busy handler, and commits right after the turn is released."""
+    ledger = WriteTurn(_path(sqlite_engine))
+    finished: list[float] = []
+
+    def write() -> None:
+        with write_transaction(sqlite_engine) as conn:
+            conn.execute(sa.insert(advertisers).values(name="Queued", created_at=1))
+        finished.append(time.monotonic())
+
+    try:
+        with ledger:
+            writer = threading.Thread(target=write)
+            writer.start()
+            time.sleep(HELD_SECONDS)
+            assert not finished, "the management write ran while a ledger writer held the turn"
+            released = time.monotonic()
+        writer.join(timeout=30)
+        assert finished, "the management write never ran after the turn was released"
+        assert finished[0] - released < 5.0
+    finally:
+        ledger.close()
+    with sqlite_engine.connect() as conn:
+        assert conn.execute(sa.select(advertisers.c.id).where(advertisers.c.name == "Queued")).first()
+
+
+def test_a_write_transaction_commits_on_leaving_it_and_rolls_back_on_an_exception(engine: sa.Engine) -> None:
+    with write_transaction(engine) as conn:
+        conn.execute(sa.insert(advertisers).values(name="Kept", created_at=1))
+    with pytest.raises(RuntimeError), write_transaction(engine) as conn:
+        conn.execute(sa.insert(advertisers).values(name="Dropped", created_at=1))
+        raise RuntimeError("the request failed")
+    with engine.connect() as conn:
+        names = set(conn.execute(sa.select(advertisers.c.name)).scalars())
+    assert "Kept" in names
+    assert "Dropped" not in names
