@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -16,8 +15,7 @@ from adslot.storage.database import sqlite_path
 from adslot.storage.write_turn import WriteTurn
 from tests.conftest import free_port, make_settings
 from tests.ledger.stores import record
-
-HELD_SECONDS = 0.3
+from tests.storage.turns import assert_waits_for_the_turn
 
 
 def _database(tmp_path: Path) -> Path:
@@ -35,22 +33,8 @@ def test_a_writer_waits_for_another_writers_turn_and_goes_as_soon_as_it_ends(tmp
     store = SqliteLedgerStore(path)
     asyncio.run(store.start())
     try:
-        finished: list[float] = []
         issue = Issue(record())
-
-        def write() -> None:
-            store.apply_blocking([issue])
-            finished.append(time.monotonic())
-
-        with other:
-            writer = threading.Thread(target=write)
-            writer.start()
-            time.sleep(HELD_SECONDS)
-            assert not finished, "the batch was written while another writer held the turn"
-            released = time.monotonic()
-        writer.join(timeout=30)
-        assert finished, "the batch was never written after the turn was released"
-        assert finished[0] - released < 5.0
+        assert_waits_for_the_turn(other, lambda: store.apply_blocking([issue]), "the batch")
         assert asyncio.run(store.get(issue.record.id)) is not None
     finally:
         other.close()

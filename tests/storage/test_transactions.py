@@ -4,8 +4,6 @@ statement, and a turn taken with the ledger writers (storage.database.write_tran
 from __future__ import annotations
 
 import sqlite3
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,8 +14,7 @@ from adslot.storage.database import sqlite_path, write_transaction
 from adslot.storage.tables import advertisers
 from adslot.storage.write_turn import WriteTurn
 from tests.conftest import BACKENDS, migrated_engine
-
-HELD_SECONDS = 0.3
+from tests.storage.turns import assert_waits_for_the_turn
 
 
 @pytest.fixture(params=BACKENDS)
@@ -79,23 +76,13 @@ def test_a_write_transaction_waits_for_the_ledger_writers_turn_and_goes_when_it_
     """A ledger writer holds the turn (SQLite's own lock is free): the management write waits in the kernel's
     queue, not in SQLite's busy handler, and commits right after the turn is released."""
     ledger = WriteTurn(_path(sqlite_engine))
-    finished: list[float] = []
 
     def write() -> None:
         with write_transaction(sqlite_engine) as conn:
             conn.execute(sa.insert(advertisers).values(name="Queued", created_at=1))
-        finished.append(time.monotonic())
 
     try:
-        with ledger:
-            writer = threading.Thread(target=write)
-            writer.start()
-            time.sleep(HELD_SECONDS)
-            assert not finished, "the management write ran while a ledger writer held the turn"
-            released = time.monotonic()
-        writer.join(timeout=30)
-        assert finished, "the management write never ran after the turn was released"
-        assert finished[0] - released < 5.0
+        assert_waits_for_the_turn(ledger, write, "the management write")
     finally:
         ledger.close()
     with sqlite_engine.connect() as conn:
