@@ -17,15 +17,14 @@ import sqlalchemy as sa
 from adslot.auth import repository as keys_repo
 from adslot.campaigns import repository as campaigns_repo
 from adslot.campaigns.schemas import AdvertiserIn, CampaignIn, CampaignPatch, CreativeIn, CreativePatch
-from adslot.catalog import bump_version
-from adslot.environment import prepare_database
+from adslot.environment import prepare_database, transact
 from adslot.errors import ApiError, invalid_value
 from adslot.inventory import repository as inventory_repo
 from adslot.inventory.csv_import import import_venues
 from adslot.inventory.schemas import ScreenIn, ScreenPatch, VenueIn, VenuePatch
 from adslot.ledger.shared_writer import shared_writers
 from adslot.settings import ENVIRONMENTS, SettingsError, load_settings
-from adslot.storage.database import make_engine, write_transaction
+from adslot.storage.database import make_engine
 from adslot.workers import REUSE_PORT, bound_socket, run_workers, serve_one
 
 T = TypeVar("T")
@@ -64,13 +63,7 @@ def _run(env_name: str, fn: Callable[[sa.Connection], T], *, write: bool = False
     prepare_database(env)
     engine = make_engine(env)
     try:
-        if not write:
-            with engine.begin() as conn:
-                return fn(conn)
-        with write_transaction(engine) as conn:
-            result = fn(conn)
-            bump_version(conn)
-            return result
+        return transact(engine, fn, write=write)
     except ApiError as exc:
         raise _api_error(exc) from exc
     finally:

@@ -49,6 +49,18 @@ def prepare_database(env: EnvironmentSettings) -> str | None:
         engine.dispose()
 
 
+def transact(engine: sa.Engine, fn: Callable[[sa.Connection], T], *, write: bool = False) -> T:
+    """Run fn in one transaction, the management API's and the CLI's alike: a write goes in
+    write_transaction and bumps the catalog version, so every worker reloads what it changed."""
+    if not write:
+        with engine.begin() as conn:
+            return fn(conn)
+    with write_transaction(engine) as conn:
+        result = fn(conn)
+        bump_version(conn)
+        return result
+
+
 def make_store(
     env: EnvironmentSettings, writer: str = "thread", socket_dir: Path | None = None
 ) -> LedgerStore:
@@ -118,17 +130,7 @@ class Environment:
 
     async def run_sync(self, fn: Callable[[sa.Connection], T], *, write: bool = False) -> T:
         """Run management-rate database work in a thread; writes bump the catalog and reload it."""
-
-        def work() -> T:
-            if not write:
-                with self.engine.begin() as conn:
-                    return fn(conn)
-            with write_transaction(self.engine) as conn:
-                result = fn(conn)
-                bump_version(conn)
-                return result
-
-        result = await anyio.to_thread.run_sync(work)
+        result = await anyio.to_thread.run_sync(lambda: transact(self.engine, fn, write=write))
         if write:
             await self.refresh_catalog()
         return result

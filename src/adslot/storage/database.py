@@ -97,7 +97,7 @@ def write_transaction(engine: sa.Engine) -> Iterator[sa.Connection]:
         with engine.begin() as conn:
             yield conn
         return
-    turn = WriteTurn(Path(engine.url.database or ""))
+    turn = WriteTurn(sqlite_path(engine.url.render_as_string()))
     try:
         with turn, engine.connect().execution_options(**{WRITES: True}) as conn, conn.begin():
             yield conn
