@@ -29,7 +29,7 @@ from adslot.ledger.stores import store_for
 from adslot.ledger.sweeper import ExpirySweeper
 from adslot.sandbox.seed import seed_sandbox, testing_key
 from adslot.settings import EnvironmentSettings, Settings
-from adslot.storage.database import make_engine, write_transaction
+from adslot.storage.database import make_engine, read_transaction, write_transaction
 from adslot.storage.migrate import upgrade
 
 T = TypeVar("T")
@@ -53,7 +53,7 @@ def transact(engine: sa.Engine, fn: Callable[[sa.Connection], T], *, write: bool
     """Run fn in one transaction, the management API's and the CLI's alike: a write goes in
     write_transaction and bumps the catalog version, so every worker reloads what it changed."""
     if not write:
-        with engine.begin() as conn:
+        with read_transaction(engine) as conn:
             return fn(conn)
     with write_transaction(engine) as conn:
         result = fn(conn)
@@ -137,7 +137,7 @@ class Environment:
 
     async def refresh_catalog(self) -> None:
         def load() -> Catalog:
-            with self.engine.connect() as conn:
+            with read_transaction(self.engine) as conn:
                 return load_catalog(conn)
 
         self.catalog = await anyio.to_thread.run_sync(load)

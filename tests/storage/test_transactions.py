@@ -1,16 +1,18 @@
-"""The management engine's transactions on SQLite: one snapshot per read, the write lock from a write's first
-statement, and a turn taken with the ledger writers (storage.database.write_transaction)."""
+"""The management engine's transactions: one snapshot per read on both databases, reads that cannot write, and
+on SQLite the write lock from a write's first statement and a turn taken with the ledger writers
+(storage.database.read_transaction, write_transaction)."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
-from adslot.storage.database import sqlite_path, write_transaction
+from adslot.storage.database import read_transaction, sqlite_path, write_transaction
 from adslot.storage.tables import advertisers
 from adslot.storage.write_turn import WriteTurn
 from tests.conftest import BACKENDS, migrated_engine
@@ -34,6 +36,20 @@ def _path(engine: sa.Engine) -> Path:
 def _other_writer(engine: sa.Engine) -> sqlite3.Connection:
     """Another process's connection to the same file, as a ledger writer has, that never waits for a lock."""
     return sqlite3.connect(_path(engine), timeout=0, isolation_level=None)
+
+
+@contextmanager
+def _committer(engine: sa.Engine) -> Iterator[Callable[[str], object]]:
+    """Another connection that commits each statement it runs at once: a ledger writer, another worker."""
+    if engine.dialect.name == "sqlite":
+        other = _other_writer(engine)
+        try:
+            yield other.execute
+        finally:
+            other.close()
+        return
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        yield conn.exec_driver_sql
 
 
 def _advertiser_count(conn: sa.Connection) -> int:
@@ -99,3 +115,28 @@ def test_a_write_transaction_commits_on_leaving_it_and_rolls_back_on_an_exceptio
         names = set(conn.execute(sa.select(advertisers.c.name)).scalars())
     assert "Kept" in names
     assert "Dropped" not in names
+
+
+def test_a_read_transaction_sees_one_snapshot_across_its_statements(engine: sa.Engine) -> None:
+    """A catalog load or a report: a commit between two of its statements stays unseen until the next one
+    (on PostgreSQL READ COMMITTED would show it to the second statement)."""
+    with _committer(engine) as commit:
+        with read_transaction(engine) as conn:
+            before = _advertiser_count(conn)
+            commit("INSERT INTO advertisers (name, created_at) VALUES ('Between', 1)")
+            assert _advertiser_count(conn) == before
+        with read_transaction(engine) as conn:
+            assert _advertiser_count(conn) == before + 1
+
+
+def test_a_read_transaction_refuses_a_write_and_the_next_write_transaction_writes(engine: sa.Engine) -> None:
+    """A write slipped into a read path fails on both databases, and leaves the pooled connection able to
+    write again in a write transaction."""
+    with pytest.raises(sa.exc.DBAPIError, match=r"(?i)read.?only"), read_transaction(engine) as conn:
+        conn.execute(sa.insert(advertisers).values(name="Sneaked", created_at=1))
+    with write_transaction(engine) as conn:
+        conn.execute(sa.insert(advertisers).values(name="Written", created_at=1))
+    with read_transaction(engine) as conn:
+        names = set(conn.execute(sa.select(advertisers.c.name)).scalars())
+    assert "Written" in names
+    assert "Sneaked" not in names

@@ -40,6 +40,8 @@ def checked_schema(schema: str | None) -> str | None:
 
 WRITES = "adslot_writes"
 """Execution option of a connection whose transaction will write: on SQLite it begins IMMEDIATE."""
+READS = "adslot_reads"
+"""Execution option of a connection whose transaction must not write: on SQLite it sets query_only."""
 
 
 def make_engine(env: EnvironmentSettings) -> sa.Engine:
@@ -70,8 +72,10 @@ def make_engine(env: EnvironmentSettings) -> sa.Engine:
         def _sqlite_begin(conn: sa.Connection) -> None:
             # A deferred BEGIN that reads and then writes cannot take the write lock if another connection
             # (a ledger writer) committed since its read: SQLite fails it at once, without waiting.
-            writes = conn.get_execution_options().get(WRITES, False)
-            conn.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
+            options = conn.get_execution_options()
+            # query_only stays with the pooled connection: every transaction sets it, on or off.
+            conn.exec_driver_sql(f"PRAGMA query_only={int(options.get(READS, False))}")
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get(WRITES, False) else "BEGIN")
 
         return engine
     parsed = sa.engine.make_url(url)
@@ -103,6 +107,23 @@ def write_transaction(engine: sa.Engine) -> Iterator[sa.Connection]:
             yield conn
     finally:
         turn.close()
+
+
+@contextmanager
+def read_transaction(engine: sa.Engine) -> Iterator[sa.Connection]:
+    """One transaction that only reads, and reads one snapshot in all its statements.
+
+    A catalog load or a report reads several tables; on PostgreSQL's default READ COMMITTED each statement
+    sees every commit made before it, so a campaign written between two of them could be loaded without its
+    creatives. REPEATABLE READ gives the whole transaction the snapshot of its first statement; READ ONLY (and
+    SQLite's query_only) make a write slipped into a read path fail on both databases alike, rather than
+    write outside write_transaction's turn and catalog bump.
+    """
+    options: dict[str, Any] = {READS: True}  # SQLite: a deferred BEGIN, query_only (make_engine)
+    if engine.dialect.name != "sqlite":
+        options = {"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
+    with engine.connect().execution_options(**options) as conn, conn.begin():
+        yield conn
 
 
 def as_dict(row: sa.RowMapping) -> dict[str, Any]:
