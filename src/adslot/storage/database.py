@@ -73,8 +73,14 @@ def make_engine(env: EnvironmentSettings) -> sa.Engine:
             # A deferred BEGIN that reads and then writes cannot take the write lock if another connection
             # (a ledger writer) committed since its read: SQLite fails it at once, without waiting.
             options = conn.get_execution_options()
-            # query_only stays with the pooled connection: every transaction sets it, on or off.
-            conn.exec_driver_sql(f"PRAGMA query_only={int(options.get(READS, False))}")
+            # query_only stays with the pooled connection (off when it is new): set only where it changes,
+            # so a transaction like the one before it costs no statement more. `info` lives as long as the
+            # DBAPI connection, and is cleared with it.
+            reads = bool(options.get(READS, False))
+            info = conn.connection.info
+            if info.get(READS, False) != reads:
+                conn.exec_driver_sql(f"PRAGMA query_only={int(reads)}")
+                info[READS] = reads
             conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get(WRITES, False) else "BEGIN")
 
         return engine
