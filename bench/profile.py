@@ -3,6 +3,7 @@
     python -m bench.profile --scenario impression            # or ad_request_json, vast, tracking
     python -m bench.profile --scenario impression --bare     # the bare app, for the uvicorn share
     python -m bench.profile --scenario impression --postgres postgresql://postgres@127.0.0.1:5432/test
+    python -m bench.profile --scenario impression --perf     # and each process's CPU by layer (Linux perf)
 
 Starts adslot on SQLite, or on PostgreSQL in fresh schemas with `--postgres` (set up through the CLI, as
 `python -m bench` does), makes real ad requests, drives one scenario with wrk and records, at a low rate so as
@@ -15,13 +16,15 @@ Then it runs the same load again without py-spy and reads each process's CPU tim
 system, which the samples cannot split and partly miss: socket and file system calls run in the kernel),
 and wrk's own from the children's times: the exact CPU each request costs each process. With
 `--postgres` the table adds every PostgreSQL server process of the machine (its backends, WAL writer and
-checkpointer), as one row: their CPU comes off the same cores.
+checkpointer), as one row: their CPU comes off the same cores. `--perf` adds a third run of the same load
+under Linux perf, which samples only time on a CPU and splits each process's by layer (perf_split.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -32,6 +35,7 @@ from contextlib import ExitStack
 from functools import cache
 from pathlib import Path
 
+from bench import perf_split
 from bench.cpu import WRITER, Pids, cpu_during, postgres_pids, process_cpu_seconds
 from bench.postgres import drop_schemas, fresh_schemas, unreachable_reason
 from bench.scenarios import Scenario, select
@@ -175,16 +179,27 @@ def _output(seconds: int, out: Path) -> list[str]:
 
 
 def profile(
-    scenario: Scenario, seconds: int, rate: int, bare: bool, work: Path, postgres_url: str | None = None
+    scenario: Scenario,
+    seconds: int,
+    rate: int,
+    bare: bool,
+    work: Path,
+    postgres_url: str | None = None,
+    perf_rate: int | None = None,
 ) -> str:
+    """With `perf_rate`, a third run under Linux perf adds each process's CPU by layer (perf_split.py)."""
+    if perf_rate is not None:
+        reason = perf_split.unavailable_reason()
+        if reason is not None:
+            raise SystemExit(f"--perf: {reason}")
     if postgres_url is None:
-        return _profile(scenario, seconds, rate, bare, work, None, None)
+        return _profile(scenario, seconds, rate, bare, work, None, None, perf_rate)
     reason = unreachable_reason(postgres_url)
     if reason is not None:
         raise SystemExit(f"PostgreSQL is not reachable at {postgres_url}: {reason}")
     schemas = fresh_schemas()
     try:
-        return _profile(scenario, seconds, rate, bare, work, postgres_url, schemas)
+        return _profile(scenario, seconds, rate, bare, work, postgres_url, schemas, perf_rate)
     finally:
         drop_schemas(postgres_url, schemas)
 
@@ -197,6 +212,7 @@ def _profile(
     work: Path,
     postgres_url: str | None,
     schemas: tuple[str, str] | None,
+    perf_rate: int | None,
 ) -> str:
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     wrk = wrk_binary()
@@ -221,7 +237,8 @@ def _profile(
         if scenario.requests_per_uuid:
             # As in `python -m bench`: pixels fire on a list long enough that each is a first fire; the
             # warm-up, the recorded run and the /proc run each go on where the last one stopped.
-            mint_s = mint_seconds(2 + 2 * seconds, scenario.requests_per_uuid)
+            runs = 3 if perf_rate is not None else 2
+            mint_s = mint_seconds(2 + runs * seconds, scenario.requests_per_uuid)
             mint_ad_requests(wrk, adslot.url, key, mint_s, uuid_file, connections=64, threads=2)
         else:
             uuid_file.write_text("\n".join(issue_ad_requests(adslot.url, key, 2000)) + "\n")
@@ -278,6 +295,13 @@ def _profile(
         if postgres_url is not None and not bare:
             names["PostgreSQL server processes"] = postgres_pids  # listed at each end: pools reconnect
         measured, cpu_rows = cpu_per_request(load, seconds, names)
+        layers = None
+        if perf_rate is not None:
+            roles = {pid: name for name, pids in names.items() if isinstance(pids, list) for pid in pids}
+            comm_roles = {"wrk": "wrk, the load generator"}
+            if postgres_url is not None and not bare:
+                comm_roles["postgres"] = "PostgreSQL server processes"
+            layers = _perf_run(load, seconds, perf_rate, work / "perf.data", roles, comm_roles)
     requests = result.rps * seconds
     who = "bare app" if bare else f"adslot ({'PostgreSQL' if postgres_url else 'SQLite'}, 1 worker)"
     lines = [f"### {scenario.name}: {who}, {result.rps:,.0f} req/s under wrk -c64, py-spy at {rate} Hz", ""]
@@ -298,7 +322,42 @@ def _profile(
     ]
     server = sum(user + system for name, user, system in cpu_rows if not name.startswith("wrk"))
     lines += [f"| **server, all processes** | | | **{server:.1f}** |", ""]
+    if layers is not None:
+        perf_result, by_role = layers
+        lines += [
+            f"CPU by layer (Linux perf, cpu-clock at {perf_rate} Hz on every CPU, a third run of the same "
+            f"load: {perf_result.rps:,.0f} req/s)",
+            "",
+        ]
+        for role, rows in by_role.items():
+            lines += perf_split.table(role, rows)
     return "\n".join(lines)
+
+
+def _perf_run(
+    load: Callable[[int], WrkResult],
+    seconds: int,
+    rate: int,
+    data: Path,
+    roles: Mapping[int, str],
+    comm_roles: Mapping[str, str],
+) -> tuple[WrkResult, dict[str, list[tuple[str, float]]]]:
+    recorder = perf_split.record(data, rate)
+    try:
+        time.sleep(0.5)  # perf is sampling before the load starts
+        result = load(seconds)
+    finally:
+        recorder.send_signal(signal.SIGINT)
+        recorder.wait(timeout=120)
+    by_role = perf_split.fold(
+        perf_split.script(data), roles, comm_roles, rate=rate, requests=result.rps * seconds
+    )
+    ordered = {
+        role: by_role[role]
+        for role in [*dict.fromkeys(roles.values()), *comm_roles.values()]
+        if role in by_role
+    }
+    return result, ordered
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -308,10 +367,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=int, default=100, help="py-spy samples per second")
     parser.add_argument("--bare", action="store_true", help="profile the bare app instead of adslot")
     parser.add_argument("--postgres", metavar="URL", help="run adslot on PostgreSQL at URL (fresh schemas)")
+    parser.add_argument(
+        "--perf",
+        nargs="?",
+        type=int,
+        const=999,
+        metavar="HZ",
+        help="add a run under Linux perf: each process's CPU by layer (interpreter, SQLite, kernel calls)",
+    )
     args = parser.parse_args(argv)
     (scenario,) = select([args.scenario])
     with tempfile.TemporaryDirectory(prefix="adslot-profile-") as tmp:
-        print(profile(scenario, args.seconds, args.rate, args.bare, Path(tmp), args.postgres))
+        print(profile(scenario, args.seconds, args.rate, args.bare, Path(tmp), args.postgres, args.perf))
     return 0
 
 
