@@ -11,6 +11,7 @@ needed), so it runs in the VMs this benchmark runs in.
 
 from __future__ import annotations
 
+import itertools
 import re
 import shutil
 import subprocess
@@ -18,7 +19,12 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
-SYSCALL = re.compile(r"\b__(?:x64|ia32|arm64)_sys_(\w+)")
+SYSCALL_ENTRY = ("do_syscall_64", "entry_SYSCALL_64_after_hwframe", "el0_svc_common", "invoke_syscall")
+SYSCALL_HANDLER = re.compile(
+    r"^(?:__x64_sys_|__ia32_sys_|__arm64_sys_|__do_sys_|__se_sys_|ksys_|__sys_|do_sys_)"
+)
+"""A system call's handler, as the kernel's call chain names it (write is `ksys_write`, fdatasync
+`__x64_sys_fdatasync`): the name after the prefix is the call."""
 PAGE_FAULT = ("exc_page_fault", "handle_mm_fault", "do_user_addr_fault")
 LIBRARIES: list[tuple[str, str]] = [
     ("libsqlite3", "SQLite (C library)"),
@@ -76,17 +82,21 @@ def script(data: Path) -> str:
     ).stdout
 
 
+def _symbol(frame: str) -> str:
+    """`ffffffff821ef691 do_syscall_64 ([kernel.kallsyms])` -> `do_syscall_64`."""
+    parts = frame.split()
+    return parts[1] if len(parts) > 2 else ""
+
+
 def layer(frames: list[str]) -> str:
     """The layer of one sample, from its call chain's lines (leaf first): `ip symbol (dso)`."""
     if not frames:
         return OTHER_NATIVE
     if "[kernel.kallsyms]" in frames[0]:
-        for frame in frames:
-            if "[kernel.kallsyms]" not in frame:
-                break
-            call = SYSCALL.search(frame)
-            if call:
-                return f"kernel: {call.group(1)}"
+        symbols = [_symbol(frame) for frame in frames if "[kernel.kallsyms]" in frame]
+        for inner, outer in itertools.pairwise(symbols):
+            if outer in SYSCALL_ENTRY and inner not in SYSCALL_ENTRY:
+                return f"kernel: {SYSCALL_HANDLER.sub('', inner)}"
         if any(name in frame for frame in frames for name in PAGE_FAULT):
             return "kernel: page faults"
         return "kernel: interrupts, network, scheduling"

@@ -22,9 +22,14 @@ python 200
 \tffffffff821ef691 do_syscall_64 ([kernel.kallsyms])
 \t          10aba4 fdatasync (/usr/lib/x86_64-linux-gnu/libc.so.6)
 
-python 200
-\tffffffff81a0e0b0 ext4_sync_file ([kernel.kallsyms])
-\tffffffff81a0f000 __x64_sys_fdatasync ([kernel.kallsyms])
+python 100
+\tffffffff82036901 tcp_v4_rcv ([kernel.kallsyms])
+\tffffffff81e695bb net_rx_action ([kernel.kallsyms])
+\tffffffff8201030f tcp_sendmsg_locked ([kernel.kallsyms])
+\tffffffff816bba2a ksys_write ([kernel.kallsyms])
+\tffffffff821ef691 do_syscall_64 ([kernel.kallsyms])
+\tffffffff81000130 entry_SYSCALL_64_after_hwframe ([kernel.kallsyms])
+\t           f838f __GI___libc_write (/usr/lib/x86_64-linux-gnu/libc.so.6)
 
 python 200
 \t           2a1f0 pysqlite_cursor_executemany (/usr/lib/python3.11/lib-dynload/_sqlite3.cpython-311.so)
@@ -48,8 +53,25 @@ swapper 0
 
 def test_a_sample_s_layer_is_its_system_call_or_its_native_library() -> None:
     assert layer(
-        ["ffffffff81 ext4_sync_file ([kernel.kallsyms])", "ff __x64_sys_fdatasync ([kernel.kallsyms])"]
+        [
+            "ff ext4_sync_file ([kernel.kallsyms])",
+            "ff __x64_sys_fdatasync ([kernel.kallsyms])",
+            "ff do_syscall_64 ([kernel.kallsyms])",
+        ]
     ) == ("kernel: fdatasync")
+    # write's handler is ksys_write; the loopback peer's receive, run inside the send, is the send's cost.
+    assert layer(
+        [
+            "ff tcp_v4_rcv ([kernel.kallsyms])",
+            "ff net_rx_action ([kernel.kallsyms])",
+            "ff ksys_write ([kernel.kallsyms])",
+            "ff do_syscall_64 ([kernel.kallsyms])",
+        ]
+    ) == ("kernel: write")
+    # A chain with no system call entry: an interrupt or softirq, whatever names a frame carries.
+    assert layer(["ff ext4_sync_file ([kernel.kallsyms])", "ff __x64_sys_fdatasync ([kernel.kallsyms])"]) == (
+        "kernel: interrupts, network, scheduling"
+    )
     assert layer(["ff exc_page_fault ([kernel.kallsyms])"]) == "kernel: page faults"
     assert layer(["ff net_rx_action ([kernel.kallsyms])"]) == "kernel: interrupts, network, scheduling"
     assert layer(["5a1f0 sqlite3VdbeExec (/usr/lib/libsqlite3.so.0)"]) == "SQLite (C library)"
@@ -74,10 +96,14 @@ def test_samples_are_folded_by_process_role_into_microseconds_per_request() -> N
         requests=100,
     )
     assert found == {
-        "uvicorn worker": [("Python interpreter", 10.0), ("kernel: page faults", 10.0)],
+        "uvicorn worker": [
+            ("Python interpreter", 10.0),
+            ("kernel: write", 10.0),
+            ("kernel: page faults", 10.0),
+        ],
         "ledger writer": [
-            ("kernel: fdatasync", 20.0),
             ("SQLite (C library)", 10.0),
+            ("kernel: fdatasync", 10.0),
             ("sqlite3 module (C glue)", 10.0),
         ],
         "wrk, the load generator": [("kernel: interrupts, network, scheduling", 10.0)],
