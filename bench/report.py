@@ -146,6 +146,8 @@ class Config(msgspec.Struct):
     tally: bool
     preload: list[int] = msgspec.field(default_factory=lambda: [0])
     """Stored ad requests loaded before the runs, one adslot server per size (side by side when several)."""
+    caps: str | None = None
+    """The benchmark campaign's caps (JSON); None: uncapped."""
 
 
 class Report(msgspec.Struct):
@@ -450,6 +452,9 @@ def markdown(report: Report) -> str:
         f"wrk: {c.threads} threads, {c.connections} connections, {c.duration_s} s per run, "
         f"{c.rounds} round(s) (bare and adslot interleaved), medians over rounds; "
         f"{c.workers} worker(s) for both servers.",
+        f"adslot's campaign: caps {c.caps} (every ad request reserves, every impression delivers)."
+        if c.caps
+        else "adslot's campaign: uncapped (no reservation on the measured path; `--caps` measures one).",
         "",
         table(report.rows),
         "",

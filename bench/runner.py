@@ -8,6 +8,7 @@ pixel scripts use, then runs every scenario in rounds, bare and adslot interleav
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -68,6 +69,17 @@ def parse_env_pair(raw: str) -> tuple[str, str]:
     return name, value
 
 
+def parse_caps(raw: str) -> str:
+    """A JSON list of caps, as `adslot campaigns add --caps` takes it (the CLI checks each cap)."""
+    try:
+        caps = json.loads(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a JSON list of caps") from None
+    if not isinstance(caps, list) or not caps:
+        raise argparse.ArgumentTypeError("expected a non-empty JSON list of caps")
+    return json.dumps(caps)
+
+
 def parse_sizes(raw: str) -> tuple[int, ...]:
     """`N` or `N,N,...`: distinct non-negative row counts, in the order given."""
     try:
@@ -96,6 +108,8 @@ class Options:
     tally: bool
     preload: tuple[int, ...] = (0,)
     """Stored ad requests to bulk-load first; several sizes run side by side, one adslot server each."""
+    caps: str | None = None
+    """The benchmark campaign's caps (JSON), or None: uncapped, no reservations on the measured path."""
 
 
 def parse_args(argv: list[str]) -> Options:
@@ -143,6 +157,14 @@ def parse_args(argv: list[str]) -> Options:
         help="bulk-load N played ad requests with their events before adslot starts; several sizes "
         "(e.g. 0,1000000,10000000) run one adslot each, all interleaved with the bare app (growth runs)",
     )
+    p.add_argument(
+        "--caps",
+        type=parse_caps,
+        metavar="JSON",
+        help="caps of the benchmark's campaign, as `adslot campaigns add --caps` takes them, e.g. "
+        '\'[{"period": "daily", "metric": "plays", "limit": 1000000000}]\': every ad request then reserves '
+        "and every impression delivers (default: uncapped)",
+    )
     p.add_argument("--out", type=Path, default=RESULTS, help="where latest.json and latest.md go")
     p.add_argument("--quick", action="store_true", help="smoke run: 2 s runs, 1 round, 500 uuids")
     args = p.parse_args(argv)
@@ -174,6 +196,7 @@ def parse_args(argv: list[str]) -> Options:
         out=args.out,
         tally=args.tally,
         preload=args.preload,
+        caps=args.caps,
     )
 
 
@@ -397,7 +420,7 @@ class Bench:
             for size in sizes:
                 launch = adslot_launch(size)
                 env = launch(free_port())[1]
-                keys[size] = setup_production(env)
+                keys[size] = setup_production(env, self.args.caps)
                 admins[size] = admin_key(env)
                 print(f"[{labels[size]}] production set up through the CLI", flush=True)
                 if size:
@@ -535,6 +558,7 @@ def main(argv: list[str] | None = None) -> int:
         adslot_env=args.adslot_env,
         tally=args.tally,
         preload=list(args.preload),
+        caps=args.caps,
     )
     backends, plan = backend_plan(args.postgres)
     bench = Bench(args, wrk)

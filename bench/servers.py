@@ -183,12 +183,14 @@ def _cli(env: Mapping[str, str], *args: str) -> str:
     return out.stdout
 
 
-def setup_production(env: Mapping[str, str]) -> str:
+def setup_production(env: Mapping[str, str], caps: str | None = None) -> str:
     """Register a venue, an advertiser, a live campaign with one creative and an account key; return the key.
 
-    Done through the CLI, as an operator would, before the server starts.
+    Done through the CLI, as an operator would, before the server starts. `caps` (the CLI's --caps JSON)
+    makes every ad request reserve against the campaign's counters and every impression deliver.
     """
     now = int(time.time())
+    capped = ["--caps", caps] if caps else []
     _cli(env, "venues", "add", "--venue-id", VENUE_ID, "--name", "Bench venue", "--timezone", "UTC")
     advertiser = json.loads(_cli(env, "campaigns", "add-advertiser", "--name", "BenchCo"))
     campaign = json.loads(
@@ -206,6 +208,7 @@ def setup_production(env: Mapping[str, str]) -> str:
             str(now + 30 * 86400),
             "--venue",
             VENUE_ID,
+            *capped,
         )
     )
     _cli(

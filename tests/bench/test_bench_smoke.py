@@ -10,12 +10,14 @@ import argparse
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from bench.runner import parse_sizes
+from bench.runner import parse_caps, parse_sizes
+from bench.servers import adslot_command, adslot_env, free_port, issue_ad_requests, running, setup_production
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -116,3 +118,34 @@ def test_preload_sizes_are_distinct_non_negative_counts() -> None:
     for bad in ("", "1,1", "-1", "x", "1,,2"):
         with pytest.raises(argparse.ArgumentTypeError):
             parse_sizes(bad)
+
+
+def test_caps_are_a_non_empty_json_list_passed_on_as_json() -> None:
+    assert json.loads(parse_caps('[{"period": "daily", "metric": "plays", "limit": 5}]')) == [
+        {"period": "daily", "metric": "plays", "limit": 5}
+    ]
+    for bad in ("", "{}", "[]", "daily", '{"period": "daily"}'):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_caps(bad)
+
+
+@pytest.mark.timeout(300)
+def test_a_capped_benchmark_campaign_reserves_on_every_ad_request(tmp_path: Path) -> None:
+    """--caps puts the money path under the load: each ad request the benchmark makes holds a reservation."""
+    caps = parse_caps('[{"period": "daily", "metric": "plays", "limit": 1000000000}]')
+    data = tmp_path / "data"
+
+    def launch(port: int) -> tuple[list[str], dict[str, str]]:
+        return adslot_command(port, 1), adslot_env(data, port, postgres_url=None, schemas=None, extra={})
+
+    def counters() -> list[tuple[int, int, int]]:
+        with sqlite3.connect(data / "production.sqlite3") as conn:
+            return conn.execute("SELECT cap, reserved, delivered FROM delivery_counters").fetchall()
+
+    key = setup_production(launch(free_port())[1], caps)
+    with running("adslot", launch, tmp_path / "adslot.log", key) as server:
+        # running() made its own ad request to know the server is ours: one reservation already.
+        ((cap, before, delivered),) = counters()
+        assert len(issue_ad_requests(server.url, key, 5)) == 5
+        assert counters() == [(cap, before + 5, delivered)]
+    assert cap == 1_000_000_000 and before >= 1 and delivered == 0
