@@ -253,8 +253,8 @@ def test_stored_claims_read_back_as_key_and_units() -> None:
     )
     text = claims_json(claims)
     assert text == '[["c7:life:plays",1],["c7:day:2026-01-05:impressions",2000]]'
-    assert parse_claims(text) == [("c7:life:plays", 1), ("c7:day:2026-01-05:impressions", 2000)]
-    assert parse_claims(None) == []
+    assert parse_claims(text) == (("c7:life:plays", 1), ("c7:day:2026-01-05:impressions", 2000))
+    assert parse_claims(None) == ()
 
 
 @pytest.mark.parametrize("timezone", ["UTC", "Asia/Kolkata", "America/St_Johns", "Asia/Kathmandu"])

@@ -119,11 +119,16 @@ def claims_json(claims: Claims | None) -> str | None:
     return json.dumps([[c.key, c.units] for c in claims.counts], separators=(",", ":"))
 
 
-def parse_claims(text: str | None) -> list[tuple[str, int]]:
-    """The stored claims column back as (key, units) pairs."""
+@lru_cache(maxsize=4096)
+def parse_claims(text: str | None) -> tuple[tuple[str, int], ...]:
+    """The stored claims column back as (key, units) pairs.
+
+    Cached (an immutable answer): the ledger writer parses an ad request's claims twice for each counted
+    impression of a capped campaign (the counters to lock, then the delivery), and the ad requests of a
+    campaign's day share one text, so a batch of them parsed 1.2 µs of JSON per parse."""
     if not text:
-        return []
-    return [(str(key), int(units)) for key, units in json.loads(text)]
+        return ()
+    return tuple((str(key), int(units)) for key, units in json.loads(text))
 
 
 def impressions_for(venue: VenueProfile, hour_of_week: int) -> float:
