@@ -27,19 +27,20 @@ SYSCALL_HANDLER = re.compile(
 `__x64_sys_fdatasync`): the name after the prefix is the call."""
 PAGE_FAULT = ("exc_page_fault", "handle_mm_fault", "do_user_addr_fault")
 LIBRARIES: list[tuple[str, str]] = [
+    ("/msgspec/", "msgspec"),
+    ("/uvloop/", "uvloop"),
+    ("/httptools/", "httptools"),
     ("libsqlite3", "SQLite (C library)"),
-    ("_sqlite3", "sqlite3 module (C glue)"),
-    ("libpython", "Python interpreter"),
-    ("python3", "Python interpreter"),
-    ("msgspec", "msgspec"),
-    ("uvloop", "uvloop"),
-    ("httptools", "httptools"),
-    ("libc.so", "libc"),
-    ("libc-", "libc"),
-    ("wrk", "wrk and LuaJIT"),
+    ("/_sqlite3.", "sqlite3 module (C glue)"),
+    ("/libc.so", "libc"),
+    ("/libc-", "libc"),
+    ("/wrk", "wrk and LuaJIT"),
     ("luajit", "wrk and LuaJIT"),
-    ("postgres", "PostgreSQL (C)"),
+    ("/postgres", "PostgreSQL (C)"),
 ]
+"""Markers in a native object's path, checked in order. The interpreter is told by its file's own name
+(`libpython3.11.so`, `python3.11`): every extension module's path holds `python3.11` too (site-packages)."""
+INTERPRETER = ("libpython", "python")
 OTHER_NATIVE = "other native code"
 
 
@@ -100,10 +101,12 @@ def layer(frames: list[str]) -> str:
         if any(name in frame for frame in frames for name in PAGE_FAULT):
             return "kernel: page faults"
         return "kernel: interrupts, network, scheduling"
-    dso = frames[0].rsplit("(", 1)[-1]
+    dso = frames[0].rsplit("(", 1)[-1].rstrip(")")
     for marker, name in LIBRARIES:
         if marker in dso:
             return name
+    if dso.rsplit("/", 1)[-1].startswith(INTERPRETER):
+        return "Python interpreter"
     return OTHER_NATIVE
 
 

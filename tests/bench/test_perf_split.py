@@ -78,7 +78,13 @@ def test_a_sample_s_layer_is_its_system_call_or_its_native_library() -> None:
     assert layer(["5a1f0 x (/usr/lib/python3.11/lib-dynload/_sqlite3.cpython-311.so)"]) == (
         "sqlite3 module (C glue)"
     )
-    assert layer(["5a1f0 x (/opt/msgspec/_core.cpython-311-x86_64-linux-gnu.so)"]) == "msgspec"
+    # Extension modules live under python3.11/site-packages: their package names them, not the interpreter.
+    site = "/work/.venv/lib/python3.11/site-packages"
+    assert layer([f"5a1f0 x ({site}/msgspec/_core.cpython-311-x86_64-linux-gnu.so)"]) == "msgspec"
+    assert layer([f"5a1f0 x ({site}/uvloop/loop.cpython-311-x86_64-linux-gnu.so)"]) == "uvloop"
+    assert layer([f"5a1f0 x ({site}/httptools/parser/parser.cpython-311-x86_64-linux-gnu.so)"]) == "httptools"
+    assert layer(["5a1f0 x (/usr/lib/python3.11/lib-dynload/_json.cpython-311.so)"]) == "other native code"
+    assert layer(["5a1f0 _PyEval_EvalFrameDefault (/usr/bin/python3.11)"]) == "Python interpreter"
     assert layer(["5a1f0 x (/opt/lib/libfoo.so)"]) == "other native code"
     # A user-space leaf is not a system call, whatever kernel frame a stale chain may show after it.
     assert layer(["5a1f0 x (/usr/lib/libpython3.11.so.1.0)", "ff __x64_sys_read ([kernel.kallsyms])"]) == (
