@@ -50,6 +50,7 @@ from bench.servers import (
     issue_ad_requests,
     mint_ad_requests,
     mint_seconds,
+    parse_caps,
     running,
     setup_production,
 )
@@ -186,20 +187,22 @@ def profile(
     work: Path,
     postgres_url: str | None = None,
     perf_rate: int | None = None,
+    caps: str | None = None,
 ) -> str:
-    """With `perf_rate`, a third run under Linux perf adds each process's CPU by layer (perf_split.py)."""
+    """With `perf_rate`, a third run under Linux perf adds each process's CPU by layer (perf_split.py);
+    with `caps` (JSON, as `python -m bench --caps`), adslot's campaign is capped."""
     if perf_rate is not None:
         reason = perf_split.unavailable_reason()
         if reason is not None:
             raise SystemExit(f"--perf: {reason}")
     if postgres_url is None:
-        return _profile(scenario, seconds, rate, bare, work, None, None, perf_rate)
+        return _profile(scenario, seconds, rate, bare, work, None, None, perf_rate, caps)
     reason = unreachable_reason(postgres_url)
     if reason is not None:
         raise SystemExit(f"PostgreSQL is not reachable at {postgres_url}: {reason}")
     schemas = fresh_schemas()
     try:
-        return _profile(scenario, seconds, rate, bare, work, postgres_url, schemas, perf_rate)
+        return _profile(scenario, seconds, rate, bare, work, postgres_url, schemas, perf_rate, caps)
     finally:
         drop_schemas(postgres_url, schemas)
 
@@ -213,6 +216,7 @@ def _profile(
     postgres_url: str | None,
     schemas: tuple[str, str] | None,
     perf_rate: int | None,
+    caps: str | None,
 ) -> str:
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     wrk = wrk_binary()
@@ -222,7 +226,7 @@ def _profile(
     def settings(port: int) -> dict[str, str]:
         return adslot_env(work / "data", port, postgres_url=postgres_url, schemas=schemas, extra={})
 
-    key = setup_production(settings(free_port()))
+    key = setup_production(settings(free_port()), caps)
 
     def adslot_launch(port: int) -> tuple[list[str], dict[str, str]]:
         return adslot_command(port, 1), settings(port)
@@ -375,10 +379,20 @@ def main(argv: list[str] | None = None) -> int:
         metavar="HZ",
         help="add a run under Linux perf: each process's CPU by layer (interpreter, SQLite, kernel calls)",
     )
+    parser.add_argument(
+        "--caps",
+        type=parse_caps,
+        metavar="JSON",
+        help="cap adslot's campaign, as `python -m bench --caps` does (default uncapped)",
+    )
     args = parser.parse_args(argv)
     (scenario,) = select([args.scenario])
     with tempfile.TemporaryDirectory(prefix="adslot-profile-") as tmp:
-        print(profile(scenario, args.seconds, args.rate, args.bare, Path(tmp), args.postgres, args.perf))
+        print(
+            profile(
+                scenario, args.seconds, args.rate, args.bare, Path(tmp), args.postgres, args.perf, args.caps
+            )
+        )
     return 0
 
 

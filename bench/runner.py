@@ -8,7 +8,6 @@ pixel scripts use, then runs every scenario in rounds, bare and adslot interleav
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -42,6 +41,7 @@ from bench.servers import (
     issue_ad_requests,
     mint_ad_requests,
     mint_seconds,
+    parse_caps,
     running,
     setup_production,
 )
@@ -67,17 +67,6 @@ def parse_env_pair(raw: str) -> tuple[str, str]:
     if not sep or not name.startswith("ADSLOT_"):
         raise argparse.ArgumentTypeError("expected ADSLOT_NAME=value")
     return name, value
-
-
-def parse_caps(raw: str) -> str:
-    """A JSON list of caps, as `adslot campaigns add --caps` takes it (the CLI checks each cap)."""
-    try:
-        caps = json.loads(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a JSON list of caps") from None
-    if not isinstance(caps, list) or not caps:
-        raise argparse.ArgumentTypeError("expected a non-empty JSON list of caps")
-    return json.dumps(caps)
 
 
 def parse_sizes(raw: str) -> tuple[int, ...]:

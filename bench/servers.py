@@ -7,6 +7,7 @@ Ctrl-C or an exception.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import math
@@ -181,6 +182,17 @@ def _cli(env: Mapping[str, str], *args: str) -> str:
     if out.returncode != 0:
         raise ServerError(f"`adslot {' '.join(args)}` failed ({out.returncode}):\n{out.stderr}{out.stdout}")
     return out.stdout
+
+
+def parse_caps(raw: str) -> str:
+    """A JSON list of caps, as `adslot campaigns add --caps` takes it (the CLI checks each cap)."""
+    try:
+        caps = json.loads(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a JSON list of caps") from None
+    if not isinstance(caps, list) or not caps:
+        raise argparse.ArgumentTypeError("expected a non-empty JSON list of caps")
+    return json.dumps(caps)
 
 
 def setup_production(env: Mapping[str, str], caps: str | None = None) -> str:

@@ -16,8 +16,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from bench.runner import parse_caps, parse_sizes
-from bench.servers import adslot_command, adslot_env, free_port, issue_ad_requests, running, setup_production
+from bench.runner import parse_sizes
+from bench.servers import (
+    adslot_command,
+    adslot_env,
+    free_port,
+    issue_ad_requests,
+    parse_caps,
+    running,
+    setup_production,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 

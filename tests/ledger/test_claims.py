@@ -257,6 +257,13 @@ def test_stored_claims_read_back_as_key_and_units() -> None:
     assert parse_claims(None) == ()
 
 
+def test_claims_with_non_ascii_keys_read_back_as_written() -> None:
+    claims = Claims((Claim("f7:Café Zürich/écran 1:h:1800000000", 1, 2), Claim("c7:life:plays", 1, 5)))
+    text = claims_json(claims)
+    assert text is not None and "Café Zürich" in text  # kept as UTF-8, not escaped
+    assert parse_claims(text) == (("f7:Café Zürich/écran 1:h:1800000000", 1), ("c7:life:plays", 1))
+
+
 @pytest.mark.parametrize("timezone", ["UTC", "Asia/Kolkata", "America/St_Johns", "Asia/Kathmandu"])
 def test_daily_keys_use_the_local_date_at_every_minute_even_in_quarter_hour_offset_zones(
     timezone: str,

@@ -356,6 +356,8 @@ class Batch:
         fires = iter(self.fire_verdicts)
         releases = iter(self.release_verdicts)
         settle_verdict: Verdict | None = None
+        # Each set of keys' snapshots, made once: a batch's ad requests for one campaign share theirs.
+        claimed: dict[tuple[str, ...], dict[str, Snapshot]] = {}
         out: list[Verdict] = []
         for op in self.operations:
             if isinstance(op, Fire):
@@ -363,7 +365,11 @@ class Batch:
             elif isinstance(op, Issue):
                 issue, verdict = next(issues)
                 if issue.claims:
-                    verdict = verdict._replace(counters=self._snapshots(list(claim_keys(issue.claims))))
+                    claim_set = tuple(claim_keys(issue.claims))
+                    counters = claimed.get(claim_set)
+                    if counters is None:
+                        counters = claimed[claim_set] = self._snapshots(claim_set)
+                    verdict = verdict._replace(counters=counters)
                 out.append(verdict)
             elif isinstance(op, Release):
                 verdict = next(releases)
