@@ -128,6 +128,67 @@ def test_with_two_in_flight_a_second_batch_is_handed_over_before_the_first_is_an
     assert results == [f"done-{i}" for i in range(5)]
 
 
+def reserving(op: int) -> bool:
+    """In these tests, ops from 100 up lock the same rows (as ad requests of a capped campaign do)."""
+    return op >= 100
+
+
+def test_a_batch_that_reserves_waits_for_the_one_in_flight_then_takes_all_that_gathered() -> None:
+    async def scenario() -> tuple[list[list[int]], list[str]]:
+        hold = asyncio.Event()
+        apply = Apply(hold=hold)
+        committer: GroupCommitter[int, str] = GroupCommitter(apply, in_flight=2, contended=reserving)
+        committer.start()
+        first = asyncio.create_task(committer.submit(100))
+        await apply.entered.wait()
+        later = [asyncio.create_task(committer.submit(op)) for op in (101, 1, 102)]
+        await settle()
+        assert apply.batches == [[100]]  # a slot is free, but the next batch would queue on the same locks
+        hold.set()
+        results = await asyncio.gather(first, *later)
+        await committer.close()
+        return apply.batches, results
+
+    batches, results = run(scenario)
+    assert batches == [[100], [101, 1, 102]]
+    assert results == ["done-100", "done-101", "done-1", "done-102"]
+
+
+def test_a_batch_that_reserves_nothing_overlaps_one_that_reserves() -> None:
+    async def scenario() -> list[list[int]]:
+        hold = asyncio.Event()
+        apply = Apply(hold=hold)
+        committer: GroupCommitter[int, str] = GroupCommitter(apply, in_flight=2, contended=reserving)
+        committer.start()
+        first = asyncio.create_task(committer.submit(100))
+        await apply.entered.wait()
+        second = asyncio.create_task(committer.submit(1))
+        await settle()
+        assert apply.batches == [[100], [1]]
+        hold.set()
+        await asyncio.gather(first, second)
+        third = asyncio.create_task(committer.submit(103))  # the reserving slot was given back
+        assert await third == "done-103"
+        await committer.close()
+        return apply.batches
+
+    assert run(scenario) == [[100], [1], [103]]
+
+
+def test_a_failed_batch_that_reserves_gives_its_turn_back() -> None:
+    async def scenario() -> list[list[int]]:
+        apply = Apply(fail_on=frozenset({100}))
+        committer: GroupCommitter[int, str] = GroupCommitter(apply, in_flight=2, contended=reserving)
+        committer.start()
+        with pytest.raises(ValueError, match="cannot write"):
+            await committer.submit(100)
+        assert await committer.submit(101) == "done-101"
+        await committer.close()
+        return apply.batches
+
+    assert run(scenario) == [[100], [101]]
+
+
 def test_close_waits_for_every_batch_in_flight() -> None:
     async def scenario() -> list[str]:
         hold = asyncio.Event()

@@ -7,7 +7,8 @@ import uuid
 
 import pytest
 
-from adslot.ledger.records import EVENT_COLUMNS, AdRequest
+from adslot.ledger.claims import NO_CLAIMS, Claim, Claims
+from adslot.ledger.records import EVENT_COLUMNS, AdRequest, Fire, Issue, NoFill, Release, Settle, reserves
 
 PLAY_TIME = 1_700_000_000
 EXPIRES_AT = PLAY_TIME + 900
@@ -97,3 +98,15 @@ def test_event_columns_map_every_spec_event_to_its_own_column() -> None:
     assert len(set(EVENT_COLUMNS.values())) == len(EVENT_COLUMNS)
     fields = {f.name for f in dataclasses.fields(AdRequest)}
     assert set(EVENT_COLUMNS.values()) <= fields
+
+
+def test_only_reserving_ad_requests_releases_and_the_sweep_are_known_to_lock_counters() -> None:
+    record = ad_request()
+    capped = Claims((Claim("c1:life:plays", 1, 10),))
+    assert reserves(Issue(record, capped))
+    assert reserves(Release(record.id, 1, PLAY_TIME))
+    assert reserves(Settle(PLAY_TIME))
+    assert not reserves(Issue(record, None))
+    assert not reserves(Issue(record, NO_CLAIMS))
+    assert not reserves(Fire(record.id, "impression", "wrapper", PLAY_TIME))
+    assert not reserves(NoFill("venue-1", None, PLAY_TIME))

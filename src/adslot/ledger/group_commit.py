@@ -26,12 +26,20 @@ class GroupCommitter(Generic[Op, Result]):
         apply: Callable[[Sequence[Op]], Awaitable[list[Result]]],
         max_batch: int = 512,
         in_flight: int = 1,
+        contended: Callable[[Op], bool] | None = None,
     ) -> None:
         """`in_flight` batches may be handed to `apply` before the first is answered; an apply that keeps
-        them in order (the writer process's pipe) then never idles while the next batch is gathered."""
+        them in order (the writer process's pipe) then never idles while the next batch is gathered.
+
+        A batch holding an op that `contended` picks (one that locks rows every such batch locks: a capped
+        campaign's counters) waits until no other such batch is in flight, and only then takes what has
+        gathered: two of them would wait for each other's commit in the database anyway, each paying its own
+        commit for a small batch, where one batch pays one for all of them."""
         self._apply = apply
         self._max_batch = max_batch
         self._slots = asyncio.Semaphore(in_flight)
+        self._contended = contended
+        self._alone = asyncio.Semaphore(1)
         self._writing: set[asyncio.Task[None]] = set()
         self._pending: list[tuple[Op, asyncio.Future[Result]]] = []
         self._wakeup = asyncio.Event()
@@ -73,9 +81,14 @@ class GroupCommitter(Generic[Op, Result]):
             self._wakeup.clear()
             while self._pending:
                 await self._slots.acquire()
+                alone = self._contended is not None and any(
+                    map(self._contended, (op for op, _ in self._pending[: self._max_batch]))
+                )
+                if alone:
+                    await self._alone.acquire()  # what arrives meanwhile joins this batch
                 batch = self._pending[: self._max_batch]
                 del self._pending[: self._max_batch]
-                task = loop.create_task(self._write_then_free(batch))
+                task = loop.create_task(self._write_then_free(batch, alone))
                 self._writing.add(task)
                 task.add_done_callback(self._writing.discard)
             if self._closing:
@@ -83,10 +96,12 @@ class GroupCommitter(Generic[Op, Result]):
                     await asyncio.gather(*self._writing)
                 return
 
-    async def _write_then_free(self, batch: list[tuple[Op, asyncio.Future[Result]]]) -> None:
+    async def _write_then_free(self, batch: list[tuple[Op, asyncio.Future[Result]]], alone: bool) -> None:
         try:
             await self._write(batch)
         finally:
+            if alone:
+                self._alone.release()
             self._slots.release()
 
     async def _write(self, batch: list[tuple[Op, asyncio.Future[Result]]]) -> None:

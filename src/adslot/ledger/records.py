@@ -179,6 +179,18 @@ class Verdict(NamedTuple):
 
 Operation = Issue | Fire | Release | Settle | NoFill
 
+
+def reserves(op: Operation) -> bool:
+    """Whether `op` certainly locks delivery counters: an ad request that reserves, a release, the sweep.
+
+    (A first impression of a capped campaign's ad request delivers, and locks them too, but only the ledger
+    knows which ad requests hold claims.) Checked on every operation a worker batches: a pixel's Fire
+    answers at the first test."""
+    if type(op) is Fire:
+        return False
+    return (isinstance(op, Issue) and bool(op.claims)) or isinstance(op, (Release, Settle))
+
+
 ANSWER_SLOTS = 64
 """Rows each worker process keeps in ledger_answers: a frame is stored in slot seq % ANSWER_SLOTS. A worker
 has only its batches in flight unanswered at once (2 by default, at most ANSWER_SLOTS - 1), numbered in a row,
