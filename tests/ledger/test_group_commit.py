@@ -45,7 +45,7 @@ class Apply:
 
 
 async def started(
-    apply: Callable[[Sequence[int]], Awaitable[list[str]]], **kwargs: int
+    apply: Callable[[Sequence[int]], Awaitable[list[str]]], **kwargs: Any
 ) -> GroupCommitter[int, str]:
     committer: GroupCommitter[int, str] = GroupCommitter(apply, **kwargs)
     committer.start()
@@ -133,14 +133,19 @@ def reserving(op: int) -> bool:
     return op >= 100
 
 
+async def reserving_in_flight(apply: Apply) -> tuple[GroupCommitter[int, str], asyncio.Task[str]]:
+    """A committer with 2 slots whose first batch, [100], reserves and is in flight."""
+    committer = await started(apply, in_flight=2, contended=reserving)
+    first = asyncio.create_task(committer.submit(100))
+    await apply.entered.wait()
+    return committer, first
+
+
 def test_a_batch_that_reserves_waits_for_the_one_in_flight_then_takes_all_that_gathered() -> None:
     async def scenario() -> tuple[list[list[int]], list[str]]:
         hold = asyncio.Event()
         apply = Apply(hold=hold)
-        committer: GroupCommitter[int, str] = GroupCommitter(apply, in_flight=2, contended=reserving)
-        committer.start()
-        first = asyncio.create_task(committer.submit(100))
-        await apply.entered.wait()
+        committer, first = await reserving_in_flight(apply)
         later = [asyncio.create_task(committer.submit(op)) for op in (101, 1, 102)]
         await settle()
         assert apply.batches == [[100]]  # a slot is free, but the next batch would queue on the same locks
@@ -158,10 +163,7 @@ def test_a_batch_that_reserves_nothing_overlaps_one_that_reserves() -> None:
     async def scenario() -> list[list[int]]:
         hold = asyncio.Event()
         apply = Apply(hold=hold)
-        committer: GroupCommitter[int, str] = GroupCommitter(apply, in_flight=2, contended=reserving)
-        committer.start()
-        first = asyncio.create_task(committer.submit(100))
-        await apply.entered.wait()
+        committer, first = await reserving_in_flight(apply)
         second = asyncio.create_task(committer.submit(1))
         await settle()
         assert apply.batches == [[100], [1]]
@@ -178,8 +180,7 @@ def test_a_batch_that_reserves_nothing_overlaps_one_that_reserves() -> None:
 def test_a_failed_batch_that_reserves_gives_its_turn_back() -> None:
     async def scenario() -> list[list[int]]:
         apply = Apply(fail_on=frozenset({100}))
-        committer: GroupCommitter[int, str] = GroupCommitter(apply, in_flight=2, contended=reserving)
-        committer.start()
+        committer = await started(apply, in_flight=2, contended=reserving)
         with pytest.raises(ValueError, match="cannot write"):
             await committer.submit(100)
         assert await committer.submit(101) == "done-101"
