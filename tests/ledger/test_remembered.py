@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import tracemalloc
 import uuid
 
 from adslot.ledger.remembered import Remembered, after, issued
@@ -121,3 +122,41 @@ def test_a_repeat_keeps_the_remembered_row_and_makes_it_the_newest() -> None:
     memory.commit({}, {}, [(uuid.UUID(int=3), state())])  # B, now the oldest, is forgotten
     found, missing = memory.states([A, B])
     assert found == {A: state(start_at=4, fired=4)} and missing == [B]
+
+
+def test_equal_states_are_kept_once() -> None:
+    memory = Remembered()
+    memory.check(1)
+    made = [record() for _ in range(3)]
+    memory.commit({}, {}, [(r.id, issued(r, None)) for r in made])
+    fired = {r.id: issued(r, None) for r in made[:2]}
+    memory.commit(fired, {i: RowChange(set_times={"impression_at": 7}, fired=1) for i in fired}, [])
+    rows = [memory._rows[r.id.int] for r in made]
+    assert rows[0] is rows[1] and rows[0] != rows[2], "the two fired in the same second share one state"
+    assert memory.states([made[2].id])[0][made[2].id] == issued(made[2], None)
+
+
+def test_a_remembered_ad_request_costs_about_a_hundred_bytes_with_its_key() -> None:
+    """A million must fit in ~100 MB: the dict entry (its key, a uuid's integer, is ~44 bytes more)."""
+    made = [(r.id, issued(r, None)) for r in (record() for _ in range(50_000))]
+    memory = Remembered()
+    memory.check(1)
+    tracemalloc.start()
+    try:
+        for start in range(0, len(made), 500):
+            memory.commit({}, {}, made[start : start + 500])
+        used, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(memory) == 50_000 and used / 50_000 < 80
+
+
+def test_beyond_its_limit_the_oldest_eighth_is_forgotten_at_once() -> None:
+    memory = Remembered(limit=16)
+    memory.check(1)
+    ids = [uuid.UUID(int=n) for n in range(1, 18)]
+    memory.commit({}, {}, [(i, state()) for i in ids[:16]])
+    assert len(memory) == 16
+    memory.commit({ids[0]: state()}, {}, [(ids[16], state())])  # the first written again: now the newest
+    found, missing = memory.states(ids)
+    assert missing == ids[1:4] and len(found) == 14 == len(memory), "down to seven eighths of 16"
