@@ -283,9 +283,9 @@ def check_accounting(db: LedgerDatabase) -> int:
     for row in rows.values():
         claims = claims_for(row["campaign_id"], row["screen_id"], row["play_time"], row["impressions"])
         assert row["claims"] == claims_json(claims)
-        played = row["impression_at"] is not None
-        holding = row["settle_reason"] is None and not played
-        delivering = played and row["settle_reason"] in (None, "played")
+        # A played ad request holds its units until the sweep settles it as played, which delivers them.
+        holding = row["settle_reason"] is None
+        delivering = row["settle_reason"] == "played"
         for key, units in parse_claims(row["claims"]):
             if holding:
                 reserved[key] = reserved.get(key, 0) + units

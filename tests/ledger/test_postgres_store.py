@@ -3,19 +3,23 @@ tests that run on both databases), and the page layout that keeps pixels' update
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from collections.abc import Iterator
 from itertools import combinations
 
 import pytest
+import sqlalchemy as sa
 
 from adslot.environment import prepare_database
+from adslot.ledger.claims import Claim, Claims
 from adslot.ledger.postgres_store import WRITES, update_arrays, update_sql, write_all
-from adslot.ledger.records import Fire, Issue
+from adslot.ledger.records import Fire, Issue, Verdict
 from adslot.ledger.resolve import RowChange
-from adslot.ledger.store import TIME_COLUMNS
+from adslot.ledger.store import TIME_COLUMNS, LedgerStore
 from adslot.storage.database import make_engine
+from adslot.storage.tables import delivery_counters
 from tests.conftest import drop_schemas, free_port, make_settings
 from tests.ledger.stores import PLAY, LedgerDatabase, record
 
@@ -149,3 +153,26 @@ def test_pixels_rewrite_an_ad_request_on_its_own_page_so_no_index_gains_an_entry
     # Each row's new versions stayed on its page: HOT updates, which add no index entries. With pages packed
     # full (PostgreSQL's default), the first pixel on a full page moves its row to another page.
     assert _pages(db) == before
+
+
+def test_an_impression_on_a_capped_ad_request_commits_while_another_transaction_holds_its_counter(
+    postgres_ledger: LedgerDatabase,
+) -> None:
+    """The counter rows a campaign's ad requests all claim are the ledger's hottest locks; a pixel never
+    waits for them (its reservation is delivered when the sweep settles the ad request)."""
+    db = postgres_ledger
+    key = f"c9:life:{uuid.uuid4().hex}"
+    claims = Claims((Claim(key, 1, 5),))
+    rec = record(claims=claims)
+    db.apply([Issue(rec, claims)])
+
+    async def fire(store: LedgerStore) -> list[Verdict]:
+        return await asyncio.wait_for(store.apply([Fire(rec.id, "impression", "wrapper", PLAY + 1)]), 10)
+
+    with db.engine.begin() as conn:
+        locked = conn.execute(
+            sa.select(delivery_counters.c.reserved).where(delivery_counters.c.key == key).with_for_update()
+        ).scalar_one()
+        [verdict] = db.run(fire)
+    assert (locked, verdict.outcome) == (1, "counted")
+    assert db.counters()[key] == (5, 1, 0, None)

@@ -111,13 +111,18 @@ def test_separation_refuses_a_play_too_close_to_the_last_of_its_category(db: Led
 # --- impressions ----------------------------------------------------------------------------------------
 
 
-def test_a_counted_impression_delivers_the_reservation_once(db: LedgerDatabase) -> None:
+def test_a_counted_impression_is_delivered_once_when_the_sweep_settles_it_played(db: LedgerDatabase) -> None:
     rec = record(claims=capped(5))
     db.apply([Issue(rec, capped(5))])
     fires = [Fire(rec.id, "impression", "wrapper", PLAY + 5), Fire(rec.id, "impression", "wrapper", PLAY + 6)]
     assert [v.outcome for v in db.apply(fires)] == ["counted", "duplicate"]
     assert [v.outcome for v in db.apply([Fire(rec.id, "impression", "inline", PLAY + 7)])] == ["echo"]
     assert [v.outcome for v in db.apply([Fire(rec.id, "complete", "wrapper", PLAY + 20)])] == ["counted"]
+    assert db.counters()[LIFE] == (5, 1, 0, None), "held until it is settled: the sum is what admission reads"
+    [verdict] = db.apply([Settle(rec.expires_at + 61)])
+    assert (verdict.settled, dict(verdict.counters)) == (1, {LIFE: (5, 0, 1, None)})
+    assert db.counters()[LIFE] == (5, 0, 1, None)
+    assert db.apply([Settle(rec.expires_at + 61)])[0].settled == 0
     assert db.counters()[LIFE] == (5, 0, 1, None)
 
 
@@ -151,7 +156,7 @@ def test_a_played_ad_request_cannot_be_released(db: LedgerDatabase) -> None:
     db.apply([Issue(rec, capped(1))])
     db.apply([Fire(rec.id, "impression", "wrapper", PLAY + 1)])
     assert [v.outcome for v in db.apply([Release(rec.id, 5, PLAY + 2)])] == ["played"]
-    assert db.counters()[LIFE] == (1, 0, 1, None)
+    assert db.counters()[LIFE] == (1, 1, 0, None), "still held, for the sweep to deliver"
     assert db.rows()[rec.id]["settled_at"] is None
 
 
@@ -179,7 +184,7 @@ def test_another_accounts_ad_request_is_unknown_and_untouched(db: LedgerDatabase
 # --- the expiry settle ----------------------------------------------------------------------------------
 
 
-def test_the_sweep_releases_unplayed_expired_ad_requests_and_marks_played_ones(db: LedgerDatabase) -> None:
+def test_the_sweep_releases_unplayed_expired_ad_requests_and_delivers_played_ones(db: LedgerDatabase) -> None:
     unplayed, played, fresh = (record(claims=capped(10)) for _ in range(3))
     recent = record(PLAY + 100, claims=capped(10))
     db.apply([Issue(r, capped(10)) for r in (unplayed, played, fresh, recent)])
@@ -187,7 +192,7 @@ def test_the_sweep_releases_unplayed_expired_ad_requests_and_marks_played_ones(d
     now = PLAY + WINDOW + 61  # past the 60 s grace for those playing at PLAY, not for `recent`
     [verdict] = db.apply([Settle(now)])
     assert (verdict.outcome, verdict.settled) == ("settled", 3)
-    assert dict(verdict.counters) == {LIFE: (10, 1, 1, None)}  # what the release left, for the cache
+    assert dict(verdict.counters) == {LIFE: (10, 1, 1, None)}  # what the settlement left, for the cache
     rows = db.rows()
     assert (rows[unplayed.id]["settle_reason"], rows[unplayed.id]["settled_at"]) == ("expired", now)
     assert rows[played.id]["settle_reason"] == "played"
@@ -277,3 +282,26 @@ def test_a_batch_of_claimless_issues_costs_sqlite_no_counter_statement(sqlite_db
         "INSERT INTO request_stats",
         "COMMIT",
     ]
+
+
+def test_a_batch_of_impressions_on_capped_ad_requests_costs_sqlite_no_counter_statement(
+    sqlite_db: LedgerDatabase,
+) -> None:
+    """A counted impression moves no reservation at once, so it never locks a campaign's counters."""
+    db = sqlite_db
+    made = [record(claims=capped(100)) for _ in range(5)]
+    db.apply([Issue(r, capped(100)) for r in made])
+    seen: list[str] = []
+
+    async def scenario(store: LedgerStore) -> list[str]:
+        assert isinstance(store, SqliteLedgerStore)
+        writer = store._writer
+        assert isinstance(writer, sqlite3.Connection)
+        writer.set_trace_callback(seen.append)
+        verdicts = await store.apply([Fire(r.id, "impression", "wrapper", PLAY + 1) for r in made])
+        writer.set_trace_callback(None)
+        return [v.outcome for v in verdicts]
+
+    assert db.run(scenario) == ["counted"] * 5
+    assert seen and not [statement for statement in seen if "delivery_counters" in statement]
+    assert db.counters()[LIFE] == (100, 5, 0, None)

@@ -192,22 +192,25 @@ def test_the_sweep_settles_played_as_played_unplayed_as_expired_and_skips_the_se
     assert C not in changes and changes[D].settle_reason == "released"
 
 
-def test_reservations_move_with_a_counted_impression_a_release_or_an_unplayed_expiry_only() -> None:
+def test_reservations_move_only_when_an_ad_request_is_settled_played_released_or_expired() -> None:
     C = uuid.UUID(int=3)
     D = uuid.UUID(int=4)
     E = uuid.UUID(int=5)
+    F = uuid.UUID(int=6)
     state = {
         A: owned(claims='[["a",1]]'),
         B: owned(claims='[["b",1]]'),
         C: owned(claims='[["c",1]]', impression_at=3),
         D: owned(claims='[["d",1]]', settle_reason="expired"),
         E: owned(claims=None),
+        F: owned(claims='[["f",1]]'),
     }
     changes = {
-        A: RowChange(set_times={"impression_at": 10}),
+        A: RowChange(set_times={"impression_at": 10}),  # counted: it delivers when it is settled
         B: RowChange(settled_at=20, settle_reason="released"),
-        C: RowChange(settled_at=20, settle_reason="played"),  # delivered when its impression counted
+        C: RowChange(settled_at=20, settle_reason="played"),
         D: RowChange(set_times={"impression_at": 999}),  # settled before: it holds nothing any more
         E: RowChange(settled_at=20, settle_reason="expired"),
+        F: RowChange(settled_at=20, settle_reason="expired"),
     }
-    assert counter_moves(state, changes) == (['[["a",1]]'], ['[["b",1]]'])
+    assert counter_moves(state, changes) == (['[["c",1]]'], ['[["b",1]]', '[["f",1]]'])

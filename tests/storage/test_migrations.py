@@ -1,5 +1,5 @@
-"""The migrations build the schema tables.py declares, 0003 gives existing counters their window and 0005
-turns stored fires into bits."""
+"""The migrations build the schema tables.py declares, 0003 gives existing counters their window, 0005
+turns stored fires into bits and 0007 moves delivery to the settlement."""
 
 from __future__ import annotations
 
@@ -135,5 +135,66 @@ def test_upgrading_turns_each_stored_fire_into_its_bit_and_downgrading_gives_the
             (fired_id, "impression", "inline"),
             (fired_id, "complete", "inline"),
         }
+    finally:
+        engine.dispose()
+
+
+def test_0007_settles_what_played_before_it_and_its_downgrade_delivers_what_played_since(
+    env: EnvironmentSettings,
+) -> None:
+    """Before 0007 a counted impression delivered at once; since, the sweep's settlement delivers. Neither
+    direction may deliver an ad request twice or leave one's units reserved for ever."""
+    engine = make_engine(env)
+    schema = env.database_schema
+    earlier, unplayed, later = (uuid.UUID(int=n << 100) for n in (1, 2, 3))
+    try:
+        if schema:
+            with engine.begin() as conn:
+                conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
+        config = alembic_config(engine, schema)
+        command.upgrade(config, "0006")
+        rows = sa.table(
+            "ad_requests",
+            *(sa.column(c) for c in ("account_id", "venue_id", "play_time", "created_at", "expires_at")),
+            *(sa.column(c) for c in ("campaign_id", "creative_id", "impression_at", "claims")),
+            *(sa.column(c) for c in ("settled_at", "settle_reason")),
+            sa.column("id", sa.Uuid),
+            schema=schema,
+        )
+        counters = sa.table(
+            "delivery_counters",
+            sa.column("key"),
+            sa.column("reserved"),
+            sa.column("delivered"),
+            schema=schema,
+        )
+        common = {"account_id": 1, "venue_id": "v", "play_time": 10, "created_at": 5, "expires_at": 900}
+        common |= {"campaign_id": 1, "creative_id": 1, "claims": '[["k",1]]'}
+        with engine.begin() as conn:
+            conn.execute(
+                sa.insert(rows),
+                [
+                    {"id": earlier, "impression_at": 11} | common,
+                    {"id": unplayed, "impression_at": None} | common,
+                ],
+            )
+            conn.execute(sa.insert(counters), [{"key": "k", "reserved": 1, "delivered": 1}])
+
+        def state() -> tuple[dict[uuid.UUID, tuple[int | None, str | None]], tuple[int, int]]:
+            with engine.connect() as conn:
+                settled = conn.execute(sa.select(rows.c.id, rows.c.settled_at, rows.c.settle_reason)).all()
+                held = conn.execute(sa.select(counters.c.reserved, counters.c.delivered)).one()
+            return {r.id: (r.settled_at, r.settle_reason) for r in settled}, (held[0], held[1])
+
+        command.upgrade(config, "head")
+        assert state() == ({earlier: (11, "played"), unplayed: (None, None)}, (1, 1))
+        with engine.begin() as conn:  # played since 0007: its 2 units are still reserved
+            conn.execute(
+                sa.insert(rows), [{"id": later, "impression_at": 20} | common | {"claims": '[["k",2]]'}]
+            )
+            conn.execute(sa.update(counters).values(reserved=3))
+        command.downgrade(config, "0006")
+        settled, held = state()
+        assert held == (1, 3) and settled[later] == (None, None) and settled[earlier] == (11, "played")
     finally:
         engine.dispose()

@@ -3,7 +3,7 @@
 The invariant every function here keeps, for every counter: delivered + reserved <= cap (when it has a cap).
 - admit reserves all of an ad request's claims or none: a claim that would push its counter over the cap
   refuses the whole ad request, with the reason of the first claim that does not fit;
-- deliver (the impression was counted) moves units from reserved to delivered: the sum does not change;
+- deliver (a played ad request is settled) moves units from reserved to delivered: the sum does not change;
 - release (the player gave the slot back, or it expired unplayed) returns reserved units: the sum shrinks.
 The stores call these under the database's write lock on the counter rows, so the invariant holds on the rows
 at every commit, across workers; DeliveryCache runs the same rules on a stale copy, only to avoid asking the
@@ -100,7 +100,8 @@ def admit(claims: Claims, play_time: int, counters: dict[str, Counter]) -> Reaso
 
 
 def deliver(claims_json: str | None, counters: Mapping[str, Counter]) -> None:
-    """The impression was counted: each claimed unit moves from reserved to delivered."""
+    """The ad request was played (settled so after its impression counted): each claimed unit moves from
+    reserved to delivered."""
     for key, units in parse_claims(claims_json):
         counter = counters.get(key)
         if counter is not None:

@@ -125,7 +125,8 @@ SETTLE_LIMIT = 1000
 """Most ad requests one Settle settles: a sweep that finds more submits another at once."""
 SETTLE_GRACE_SECONDS = 60
 """How long after expiry an ad request stays unsettled, so that a fire received in time (at <= expiry) but
-still queued in another worker's batch is committed first, and finds the reservation to deliver."""
+still queued in another worker's batch is committed first, and the ad request is settled as played (its
+reservation delivered), not as expired (returned)."""
 
 
 COUNTER_RETENTION_SECONDS = 7 * 24 * 3600
@@ -137,8 +138,8 @@ before the sweep drops it: frequency counters alone add a row per screen, campai
 class Settle:
     """The expiry sweep: settle up to `limit` ad requests that expired before now - `grace`.
 
-    Unplayed ones are released (reason "expired"); played ones, whose claims were delivered with their
-    impression, are only marked ("played"), which takes them out of the unsettled-expiry index. The same
+    Unplayed ones are released (reason "expired"); played ones deliver their claims (reason "played": reserved
+    units become delivered ones). Either takes them out of the unsettled-expiry index. The same
     batch drops up to `limit` delivery counters whose window closed before now - `retention` and that hold
     no reservation (those cannot be claimed or moved again), so the table stays the size of its live windows.
     """
@@ -166,7 +167,7 @@ class Verdict(NamedTuple):
 
     Issue: "issued" or "rejected" with `reason`; `counters` holds the claimed counters as committed, as
     (cap, reserved, delivered, last_at), so the worker's DeliveryCache learns what the ledger knows. Settle:
-    "settled", with `settled` the number of ad requests settled and `counters` those it released. NoFill:
+    "settled", with `settled` the number of ad requests settled and `counters` those it moved. NoFill:
     "recorded".
     """
 
@@ -181,11 +182,9 @@ Operation = Issue | Fire | Release | Settle | NoFill
 
 
 def reserves(op: Operation) -> bool:
-    """Whether `op` certainly locks delivery counters: an ad request that reserves, a release, the sweep.
-
-    (A first impression of a capped campaign's ad request delivers, and locks them too, but only the ledger
-    knows which ad requests hold claims.) Checked on every operation a worker batches: a pixel's Fire
-    answers at the first test."""
+    """Whether `op` may lock delivery counters: an ad request that reserves, a release, the sweep. A pixel's
+    Fire never does (its delivery waits for the settlement) and answers at the first test, which every
+    operation a worker batches goes through."""
     if type(op) is Fire:
         return False
     return (isinstance(op, Issue) and bool(op.claims)) or isinstance(op, (Release, Settle))

@@ -9,7 +9,7 @@ the (event, layer) fires each has stored (records.FIRE_BITS); this module decide
 - a fire in time on an ad request its player released: `released` (kept in late_count, never counted: its
   reservation was already given back, so counting it could over-deliver a cap).
 It also settles ad requests: a player's early release and the expiry sweep, and says which reservations
-move (delivered with a counted impression, returned with a release or an unplayed expiry).
+move (delivered when a played ad request is settled, returned with a release or an unplayed expiry).
 """
 
 from __future__ import annotations
@@ -170,10 +170,13 @@ def counter_moves(
 ) -> tuple[list[str], list[str]]:
     """The claims (JSON) to deliver and to release because of this batch's changes.
 
-    Delivered: an impression counted on an ad request still holding its reservation. Released: an ad request
-    settled as released or expired in this batch. An ad request settled before this batch holds nothing any
-    more (a fire still in time after an early expiry settle is counted as Proof of Play, but no reservation
-    is left to move, so no cap can be over-delivered by it).
+    Delivered: an ad request settled as played in this batch (by the expiry sweep, after its impression
+    counted). Released: one settled as released or expired in this batch. A counted impression moves nothing
+    at once: delivering leaves reserved + delivered, all that admission reads, as it was, so it waits for
+    the settlement, and a batch of impressions never locks or writes a campaign's counters (the rows every
+    ad request of that campaign claims). An ad request settled before this batch holds nothing any more (a
+    fire still in time after an early expiry settle is counted as Proof of Play, but no reservation is left
+    to move, so no cap can be over-delivered by it).
     """
     delivered: list[str] = []
     released: list[str] = []
@@ -181,7 +184,7 @@ def counter_moves(
         state = current[ad_request_id]
         if state.claims is None or state.settle_reason is not None:
             continue
-        if "impression_at" in change.set_times:
+        if change.settle_reason == "played":
             delivered.append(state.claims)
         elif change.settle_reason in ("released", "expired"):
             released.append(state.claims)

@@ -382,10 +382,12 @@ class Batch:
                 out.append(verdict)
             elif isinstance(op, Settle):
                 if settle_verdict is None:
-                    released = {key for text in self.released_claims for key, _ in parse_claims(text)}
-                    settle_verdict = Verdict(
-                        "settled", settled=self.settled, counters=self._snapshots(released)
-                    )
+                    moved = {
+                        key
+                        for text in (*self.released_claims, *self.delivered_claims)
+                        for key, _ in parse_claims(text)
+                    }
+                    settle_verdict = Verdict("settled", settled=self.settled, counters=self._snapshots(moved))
                 out.append(settle_verdict)
             else:
                 out.append(Verdict("recorded"))
