@@ -1,4 +1,5 @@
-"""The expiry sweep: every few seconds, settle the ad requests that expired, returning unplayed reservations.
+"""The expiry sweep: every few seconds, settle the ad requests that expired, returning unplayed reservations
+and delivering played ones.
 
 Without it, an ad request whose player never fired would hold its reserved units until forever, and a
 campaign could starve at its cap with nothing delivered. The sweep goes through the same group committer as
