@@ -12,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
+from alembic.config import Config
 from alembic.migration import MigrationContext
 
 from adslot.ledger.records import FIRE_BITS
@@ -23,6 +24,32 @@ from tests.conftest import BACKENDS, drop_schemas, free_port, make_settings
 
 HOUR_KEY = "f1:lobby/s1:h:1800000000"
 DAY_KEY = "c1:day:2027-01-15:plays"
+
+
+def at_revision(engine: sa.Engine, schema: str | None, revision: str) -> Config:
+    """The database migrated up to `revision` (in its own schema on PostgreSQL), and its Alembic config."""
+    if schema:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
+    config = alembic_config(engine, schema)
+    command.upgrade(config, revision)
+    return config
+
+
+def ad_requests_at(schema: str | None, *columns: str) -> sa.TableClause:
+    """ad_requests as an older revision has it: the columns a row needs, its id and `columns`."""
+    required = (
+        "account_id",
+        "venue_id",
+        "play_time",
+        "created_at",
+        "expires_at",
+        "campaign_id",
+        "creative_id",
+    )
+    return sa.table(
+        "ad_requests", *(sa.column(c) for c in (*required, *columns)), sa.column("id", sa.Uuid), schema=schema
+    )
 
 
 @pytest.fixture(params=BACKENDS)
@@ -50,12 +77,8 @@ def test_the_migrated_database_matches_the_declared_tables_and_indexes(env: Envi
 def test_upgrading_a_database_with_counters_gives_each_its_window(env: EnvironmentSettings) -> None:
     engine = make_engine(env)
     try:
-        if env.database_schema:
-            with engine.begin() as conn:
-                conn.exec_driver_sql(f'CREATE SCHEMA "{env.database_schema}"')
-        config = alembic_config(engine, env.database_schema)
-        command.upgrade(config, "0002")
         schema = env.database_schema
+        config = at_revision(engine, schema, "0002")
         before = sa.table("delivery_counters", sa.column("key"), sa.column("reserved"), schema=schema)
         with engine.begin() as conn:
             rows = [{"key": key, "reserved": 0} for key in (HOUR_KEY, DAY_KEY, "c1:life:plays")]
@@ -81,18 +104,8 @@ def test_upgrading_turns_each_stored_fire_into_its_bit_and_downgrading_gives_the
     schema = env.database_schema
     fired_id, unfired_id = uuid.UUID(int=1 << 100), uuid.UUID(int=2 << 100)
     try:
-        if schema:
-            with engine.begin() as conn:
-                conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
-        config = alembic_config(engine, schema)
-        command.upgrade(config, "0004")
-        rows = sa.table(
-            "ad_requests",
-            *(sa.column(c) for c in ("account_id", "venue_id", "play_time", "created_at", "expires_at")),
-            *(sa.column(c) for c in ("campaign_id", "creative_id", "impression_at", "complete_at")),
-            sa.column("id", sa.Uuid),
-            schema=schema,
-        )
+        config = at_revision(engine, schema, "0004")
+        rows = ad_requests_at(schema, "impression_at", "complete_at")
         fires = sa.table(
             "pop_fires",
             sa.column("ad_request_id", sa.Uuid),
@@ -148,19 +161,8 @@ def test_0007_settles_what_played_before_it_and_its_downgrade_delivers_what_play
     schema = env.database_schema
     earlier, unplayed, later = (uuid.UUID(int=n << 100) for n in (1, 2, 3))
     try:
-        if schema:
-            with engine.begin() as conn:
-                conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
-        config = alembic_config(engine, schema)
-        command.upgrade(config, "0006")
-        rows = sa.table(
-            "ad_requests",
-            *(sa.column(c) for c in ("account_id", "venue_id", "play_time", "created_at", "expires_at")),
-            *(sa.column(c) for c in ("campaign_id", "creative_id", "impression_at", "claims")),
-            *(sa.column(c) for c in ("settled_at", "settle_reason")),
-            sa.column("id", sa.Uuid),
-            schema=schema,
-        )
+        config = at_revision(engine, schema, "0006")
+        rows = ad_requests_at(schema, "impression_at", "claims", "settled_at", "settle_reason")
         counters = sa.table(
             "delivery_counters",
             sa.column("key"),
