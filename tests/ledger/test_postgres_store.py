@@ -1,12 +1,14 @@
 """The PostgreSQL store's one statement for a batch's writes (its behaviour on a database is in the store
-tests that run on both databases), and the page layout that keeps pixels' updates in place."""
+tests that run on both databases), the page layout that keeps pixels' updates in place, and what its writer
+remembers: a batch on remembered ad requests is one statement that locks nothing first, and is applied
+again, read and locked, when another node changed one of them."""
 
 from __future__ import annotations
 
 import asyncio
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from itertools import combinations
 
 import pytest
@@ -14,11 +16,11 @@ import sqlalchemy as sa
 
 from adslot.environment import prepare_database
 from adslot.ledger.claims import Claim, Claims
-from adslot.ledger.postgres_store import WRITES, update_arrays, update_sql, write_all
-from adslot.ledger.records import Fire, Issue, Verdict
-from adslot.ledger.resolve import RowChange
+from adslot.ledger.postgres_store import WRITES, PostgresLedgerStore, update_arrays, update_sql, write_all
+from adslot.ledger.records import ISSUE_COLUMNS, AlreadyAnswered, Fire, Issue, Receipt, Release, Verdict
+from adslot.ledger.resolve import Current, RowChange
 from adslot.ledger.store import TIME_COLUMNS, LedgerStore
-from adslot.storage.database import make_engine
+from adslot.storage.database import asyncpg_dsn, make_engine
 from adslot.storage.tables import delivery_counters
 from tests.conftest import drop_schemas, free_port, make_settings
 from tests.ledger.stores import PLAY, LedgerDatabase, record
@@ -97,6 +99,36 @@ def test_there_are_few_enough_update_statements_for_asyncpgs_statement_cache() -
                 change = _change(set_times=times, duplicates=dups, settle_reason=settle)
                 update_arrays([(uuid.uuid4(), change)])
     assert update_sql.cache_info().currsize == 32, "no event, each one, all six; x settlement x counters"
+    for event in (None, *TIME_COLUMNS, "several"):
+        times = {} if event is None else {c: 1 for c in TIME_COLUMNS} if event == "several" else {event: 1}
+        for dups in (0, 1):
+            ident = uuid.uuid4()
+            update_arrays([(ident, _change(set_times=times, duplicates=dups))], {ident: Current(0)})
+    assert update_sql.cache_info().currsize == 48, "and the unsettled ones checked against remembered states"
+
+
+def test_a_checked_update_goes_in_id_order_and_updates_only_rows_still_as_remembered() -> None:
+    low, high = uuid.UUID(int=1), uuid.UUID(int=2)
+    changes = [(high, _change(fired=1)), (low, _change(fired=1))]
+    sql, arrays = update_arrays(changes, {low: Current(0, fired=4), high: Current(0, fired=0)})
+    assert sql.endswith(
+        "WHERE ad_requests.id = c.id AND ad_requests.fired = c.was AND ad_requests.settle_reason IS NULL "
+        "RETURNING 1"
+    )
+    assert arrays == [[1, 1], [low, high], [4, 0]]
+
+
+def test_a_checked_statement_ends_by_comparing_what_it_wrote_with_what_it_meant_to() -> None:
+    update = update_sql(("impression_at",), False, True)
+    sql = write_all((("update", update), ("answers", WRITES["answers"])), checked=True)
+    assert sql.endswith(
+        "SELECT ledger_written((SELECT count(*) FROM written_update), $10, "
+        "(SELECT count(*) FROM written_answers), $11)"
+    )
+    insert = write_all((("insert", WRITES["insert"]),), checked=True)
+    assert insert.endswith(
+        f"SELECT ledger_written(0, ${len(ISSUE_COLUMNS) + 1}, 0, ${len(ISSUE_COLUMNS) + 2})"
+    )
 
 
 def test_a_batch_of_repeats_alone_adds_to_the_counters_and_sets_no_time() -> None:
@@ -176,3 +208,128 @@ def test_an_impression_on_a_capped_ad_request_commits_while_another_transaction_
         [verdict] = db.run(fire)
     assert (locked, verdict.outcome) == (1, "counted")
     assert db.counters()[key] == (5, 1, 0, None)
+
+
+Scenario = Callable[[PostgresLedgerStore, PostgresLedgerStore, list[str]], Awaitable[None]]
+
+
+def two_nodes(db: LedgerDatabase, scenario: Scenario) -> None:
+    """Run `scenario` with this writer's store (every statement it sends recorded) and another node's."""
+
+    async def main() -> None:
+        ours, theirs = (
+            PostgresLedgerStore(asyncpg_dsn(db.env.database_url), db.env.database_schema, pool_size=2)
+            for _ in range(2)
+        )
+        await ours.start()
+        await theirs.start()
+        seen: list[str] = []
+        pool = ours._pool
+        assert pool is not None
+        held = [await pool.acquire() for _ in range(2)]  # the whole pool: every connection it will use
+        for conn in held:
+            conn.add_query_logger(lambda logged: seen.append(logged.query) if ours_(logged.query) else None)
+            await pool.release(conn)
+        try:
+            await scenario(ours, theirs, seen)
+        finally:
+            await ours.close()
+            await theirs.close()
+
+    asyncio.run(main())
+
+
+def ours_(query: str) -> bool:
+    """Not one of asyncpg's own queries, which learn the types of a statement's parameters the first time a
+    connection prepares it (and switch JIT off around them)."""
+    return not any(mark in query for mark in ("pg_type", "pg_catalog", "'jit'"))
+
+
+def outcomes(verdicts: list[Verdict]) -> list[str]:
+    return [v.outcome for v in verdicts]
+
+
+def test_fires_on_remembered_ad_requests_are_one_statement_that_locks_nothing_first(
+    postgres_ledger: LedgerDatabase,
+) -> None:
+    made = [record() for _ in range(3)]
+
+    async def scenario(ours: PostgresLedgerStore, _: PostgresLedgerStore, seen: list[str]) -> None:
+        assert outcomes(await ours.apply([Issue(r) for r in made])) == ["issued"] * 3
+        assert len(seen) == 1 and "ledger_written(" in seen[0], seen
+        seen.clear()
+        fires = [Fire(r.id, "impression", "wrapper", PLAY) for r in made]
+        assert outcomes(await ours.apply([*fires, fires[0]])) == ["counted"] * 3 + ["duplicate"]
+        assert len(seen) == 1, seen
+        assert "FOR UPDATE" not in seen[0] and "ledger_written(" in seen[0]
+
+    postgres_ledger.clear()
+    two_nodes(postgres_ledger, scenario)
+    rows = postgres_ledger.rows()
+    assert [(rows[r.id]["impression_at"], rows[r.id]["fired"]) for r in made] == [(PLAY, 1)] * 3
+    assert [rows[r.id]["duplicate_count"] for r in made] == [1, 0, 0]
+
+
+def test_a_fire_another_node_counted_meanwhile_is_a_duplicate_and_the_rest_of_the_batch_counts_once(
+    postgres_ledger: LedgerDatabase,
+) -> None:
+    """This writer remembers both ad requests unfired; the other node counts one's impression. The checked
+    statement must fail as a whole: had it kept the other row's update, applying the batch again would find
+    that impression fired and call it a duplicate."""
+    first, second = record(), record()
+
+    async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, seen: list[str]) -> None:
+        await ours.apply([Issue(first), Issue(second)])
+        assert outcomes(await theirs.apply([Fire(first.id, "impression", "wrapper", PLAY)])) == ["counted"]
+        seen.clear()
+        both = [Fire(r.id, "impression", "wrapper", PLAY + 1) for r in (first, second)]
+        assert outcomes(await ours.apply(both)) == ["duplicate", "counted"]
+        assert any("FOR UPDATE" in q for q in seen), "applied again, read and locked"
+        seen.clear()
+        later = [Fire(r.id, "start", "wrapper", PLAY + 2) for r in (first, second)]
+        assert outcomes(await ours.apply(later)) == ["counted", "counted"]
+        assert not any("FOR UPDATE" in q for q in seen), "what it read and locked, it remembers again"
+
+    postgres_ledger.clear()
+    two_nodes(postgres_ledger, scenario)
+    rows = postgres_ledger.rows()
+    assert (rows[first.id]["impression_at"], rows[first.id]["duplicate_count"]) == (PLAY, 1)
+    assert (rows[second.id]["impression_at"], rows[second.id]["duplicate_count"]) == (PLAY + 1, 0)
+
+
+def test_a_fire_on_an_ad_request_another_node_released_is_not_counted(
+    postgres_ledger: LedgerDatabase,
+) -> None:
+    made = record()
+
+    async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, _: list[str]) -> None:
+        await ours.apply([Issue(made)])
+        assert outcomes(await theirs.apply([Release(made.id, made.account_id, PLAY - 10)])) == ["released"]
+        assert outcomes(await ours.apply([Fire(made.id, "impression", "wrapper", PLAY)])) == ["released"]
+
+    postgres_ledger.clear()
+    two_nodes(postgres_ledger, scenario)
+    row = postgres_ledger.rows()[made.id]
+    assert (row["impression_at"], row["fired"], row["late_count"]) == (None, 0, 1)
+
+
+def test_a_resent_frame_committed_before_is_refused_by_the_unlocked_statement_and_writes_nothing(
+    postgres_ledger: LedgerDatabase,
+) -> None:
+    made = record()
+    frame = Receipt(b"w" * 16, 7, PLAY, 0, 1)
+
+    async def scenario(ours: PostgresLedgerStore, _: PostgresLedgerStore, seen: list[str]) -> None:
+        await ours.apply([Issue(made)])
+        fire = [Fire(made.id, "impression", "wrapper", PLAY)]
+        await ours.apply_frames(fire, [frame])
+        seen.clear()
+        with pytest.raises(AlreadyAnswered):
+            await ours.apply_frames(fire, [frame])
+        assert len(seen) == 1 and "ledger_written(" in seen[0], "refused by the one statement"
+        assert await ours.answer(frame.client, frame.seq) is not None
+
+    postgres_ledger.clear()
+    two_nodes(postgres_ledger, scenario)
+    row = postgres_ledger.rows()[made.id]
+    assert (row["impression_at"], row["duplicate_count"]) == (PLAY, 0)

@@ -68,6 +68,13 @@ def test_another_writers_commit_makes_it_forget_everything() -> None:
     assert memory.states([A, B]) == ({}, [A, B])
 
 
+def test_dropping_ad_requests_forgets_only_them() -> None:
+    memory = Remembered()
+    memory.commit({}, {}, [(A, state()), (B, state(fired=2))])
+    memory.drop([A, uuid.uuid4()])
+    assert memory.states([A, B]) == ({B: state(fired=2)}, [A])
+
+
 def test_a_failed_batch_makes_it_forget_everything_even_at_the_same_version() -> None:
     memory = Remembered()
     memory.check(1)

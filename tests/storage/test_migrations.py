@@ -1,5 +1,5 @@
 """The migrations build the schema tables.py declares, 0003 gives existing counters their window, 0005
-turns stored fires into bits and 0007 moves delivery to the settlement."""
+turns stored fires into bits, 0007 moves delivery to the settlement and 0008 adds PostgreSQL's write check."""
 
 from __future__ import annotations
 
@@ -198,5 +198,35 @@ def test_0007_settles_what_played_before_it_and_its_downgrade_delivers_what_play
         command.downgrade(config, "0006")
         settled, held = state()
         assert held == (1, 3) and settled[later] == (None, None) and settled[earlier] == (11, "played")
+    finally:
+        engine.dispose()
+
+
+def test_0008_gives_postgresql_the_ledgers_write_check_and_its_downgrade_takes_it_away(
+    env: EnvironmentSettings,
+) -> None:
+    """A PostgreSQL writer's unlocked batch ends with ledger_written(), which must fail the statement when
+    it wrote other than it meant to; SQLite's writer has no use for it and gets nothing."""
+    engine = make_engine(env)
+    schema = env.database_schema
+    try:
+        config = at_revision(engine, schema, "head")
+        if engine.dialect.name != "postgresql":
+            return
+        with engine.connect() as conn:
+            conn.exec_driver_sql(f'SET search_path TO "{schema}"')
+            assert conn.exec_driver_sql("SELECT ledger_written(3, 3, 2, 2)").scalar_one() == 2
+            for counts, code in (("3, 3, 1, 2", "AL001"), ("2, 3, 2, 2", "AL002")):
+                with pytest.raises(sa.exc.DBAPIError) as failed, conn.begin_nested():
+                    conn.exec_driver_sql(f"SELECT ledger_written({counts})")
+                assert getattr(failed.value.orig, "sqlstate", None) == code
+        command.downgrade(config, "0007")
+        with engine.connect() as conn:
+            named = conn.exec_driver_sql(
+                "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                "WHERE p.proname = 'ledger_written' AND n.nspname = %(schema)s",
+                {"schema": schema},
+            )
+            assert named.scalar_one() == 0
     finally:
         engine.dispose()

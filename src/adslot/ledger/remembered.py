@@ -94,6 +94,12 @@ class Remembered:
         self._rows.clear()
         self._version = None
 
+    def drop(self, ids: Iterable[uuid.UUID]) -> None:
+        """Forget these ad requests only: the database holds something else for them than remembered."""
+        rows = self._rows
+        for ident in ids:
+            rows.pop(ident.int, None)
+
     def states(self, ids: Iterable[uuid.UUID]) -> tuple[dict[uuid.UUID, Current], list[uuid.UUID]]:
         """(the remembered states, the ids to read from the database)."""
         found: dict[uuid.UUID, Current] = {}
