@@ -99,6 +99,8 @@ class Options:
     """Stored ad requests to bulk-load first; several sizes run side by side, one adslot server each."""
     caps: str | None = None
     """The benchmark campaign's caps (JSON), or None: uncapped, no reservations on the measured path."""
+    sqlite: bool = True
+    """Run SQLite too (--no-sqlite: PostgreSQL only)."""
 
 
 def parse_args(argv: list[str]) -> Options:
@@ -125,6 +127,7 @@ def parse_args(argv: list[str]) -> Options:
     p.add_argument("--no-half-load", action="store_true", help="skip the latency runs at half load")
     p.add_argument("--postgres", default=DEFAULT_POSTGRES, metavar="URL", help=f"default {DEFAULT_POSTGRES}")
     p.add_argument("--no-postgres", action="store_true", help="SQLite only")
+    p.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only (for A/B runs of its code)")
     p.add_argument(
         "--adslot-env",
         action="append",
@@ -181,6 +184,7 @@ def parse_args(argv: list[str]) -> Options:
         scenarios=selected,
         half_load=not args.no_half_load,
         postgres=None if args.no_postgres else args.postgres,
+        sqlite=not args.no_sqlite,
         adslot_env=dict(args.adslot_env),
         out=args.out,
         tally=args.tally,
@@ -485,11 +489,13 @@ def exit_on_signal(signum: int, _frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
-def backend_plan(postgres: str | None) -> tuple[dict[str, str], list[tuple[str, str | None]]]:
-    """Each backend's status so far, and the (backend, PostgreSQL URL) runs to make: SQLite always, then
-    PostgreSQL when given and reachable (else its status says why not)."""
-    backends: dict[str, str] = {"sqlite": "pending"}
-    plan: list[tuple[str, str | None]] = [("sqlite", None)]
+def backend_plan(
+    postgres: str | None, *, sqlite: bool = True
+) -> tuple[dict[str, str], list[tuple[str, str | None]]]:
+    """Each backend's status so far, and the (backend, PostgreSQL URL) runs to make: SQLite unless
+    `sqlite` is off, then PostgreSQL when given and reachable (else its status says why not)."""
+    backends: dict[str, str] = {"sqlite": "pending" if sqlite else "skipped (--no-sqlite)"}
+    plan: list[tuple[str, str | None]] = [("sqlite", None)] if sqlite else []
     if postgres is None:
         backends["postgres"] = "skipped (--no-postgres)"
         return backends, plan
@@ -549,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
         preload=list(args.preload),
         caps=args.caps,
     )
-    backends, plan = backend_plan(args.postgres)
+    backends, plan = backend_plan(args.postgres, sqlite=args.sqlite)
     bench = Bench(args, wrk)
     try:
         failed = run_backends(plan, backends, bench.backend, prefix="adslot-bench-")
