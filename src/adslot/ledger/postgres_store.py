@@ -1,4 +1,5 @@
-"""The ledger on PostgreSQL through asyncpg: a small pool, one transaction and a few statements per batch.
+"""The ledger on PostgreSQL through asyncpg: a small pool, one transaction and a few statements per batch, or
+one statement for a batch on ad requests its writer remembers.
 
 Whatever the batch size, a batch costs at most: one locking read of the ad requests its fires and releases
 name (in id order, fired bits included), one locking read of expired ones to settle (SKIP LOCKED: it never
@@ -12,6 +13,15 @@ batch of pixels four (and the locking read), and either one more when it reserve
 (the counters). Locks are always taken ad requests first, then counters, then request_stats, each in a
 fixed order, so concurrent workers wait for each other but never deadlock; the rules run in between, in the
 shared Batch.
+
+Like SQLite's, the writer remembers the state of the ad requests it wrote (remembered.py), but here another
+node may change any of them at any time, so the memory is never trusted, only checked: a batch whose fires
+all name remembered, unsettled ad requests, with no release, sweep or reservation (recall()), is resolved on
+the memory and sent as ONE statement outside an explicit transaction (PostgreSQL commits it durably before
+it answers), whose UPDATE changes each row only where its fired bits are still the remembered ones and which
+fails as a whole, through migration 0008's ledger_written(), when a row was left out; the writer then
+forgets those ad requests and applies the batch again as above. A batch of pixels or of uncapped ad
+requests is then one round trip instead of four or three, and no row lock is written before its update.
 """
 
 from __future__ import annotations

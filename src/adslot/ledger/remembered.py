@@ -5,7 +5,9 @@ wrote moments before (the ad request it issued, the player's earlier fires and r
 from the database on every batch is wasted work. A writer may trust its memory only while nobody else has
 written: the store checks a version that changes when any other connection commits (SQLite's data_version,
 read under the write lock) and forgets everything when it moved. Only what a committed batch wrote is
-remembered; a failed batch forgets everything.
+remembered; a failed batch forgets everything. A PostgreSQL writer has no such version (another node may
+write any row at any moment): it keeps the same memory but only as a guess, which the UPDATE that relies on
+it checks row by row, forgetting (drop()) the ad requests it finds changed (postgres_store.py).
 
 Each ad request is kept as one tuple of plain values under its uuid's integer, so the garbage collector
 stops looking at it after its first pass: with dataclasses, sets and uuid objects, 100,000 remembered ad
