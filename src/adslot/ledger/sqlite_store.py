@@ -4,7 +4,8 @@ Reads are primary-key lookups that take microseconds, cheaper than a thread hop;
 concurrent ones to get_many together, one statement and so one read transaction. Writes run on a single
 thread that owns the write connection; BEGIN IMMEDIATE takes SQLite's write lock (so the batch's reads and
 writes are atomic against other worker processes), and WAL with synchronous=FULL makes each commit durable
-before the batch's requests are answered.
+before the batch's requests are answered. Another thread copies the WAL into the database file
+(wal_checkpoints.py), so that a commit does not wait for that copy.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from adslot.ledger.store import (
     issue_values,
     set_items,
 )
+from adslot.ledger.wal_checkpoints import BACKSTOP_PAGES, WalCheckpointer
 from adslot.storage.write_turn import WriteTurn
 
 SELECT = SELECT_ONE + "?"
@@ -127,7 +129,8 @@ MMAP_BYTES = 1 << 30
 """How much of the database file reads map instead of copying (address space, not memory)."""
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _connect(path: Path, checkpoint_pages: int | None = None) -> sqlite3.Connection:
+    """`checkpoint_pages`: the write connection's wal_autocheckpoint (wal_checkpoints.py)."""
     conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
@@ -137,6 +140,8 @@ def _connect(path: Path) -> sqlite3.Connection:
     # mapping the file and a larger cache keep the cost per lookup flat as the ledger grows.
     conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
     conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+    if checkpoint_pages is not None:
+        conn.execute(f"PRAGMA wal_autocheckpoint={checkpoint_pages}")
     return conn
 
 
@@ -237,6 +242,7 @@ class SqliteLedgerStore:
         self._reader: sqlite3.Connection | None = None
         self._writer: sqlite3.Connection | None = None
         self._turn: WriteTurn | None = None
+        self._checkpoints: WalCheckpointer | None = None
         self._memory = Remembered()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="adslot-sqlite-writer")
 
@@ -245,9 +251,14 @@ class SqliteLedgerStore:
         if self._writes:
             self._turn = WriteTurn(self._path)
             loop = asyncio.get_running_loop()
-            self._writer = await loop.run_in_executor(self._executor, _connect, self._path)
+            self._writer = await loop.run_in_executor(self._executor, _connect, self._path, BACKSTOP_PAGES)
+            self._checkpoints = WalCheckpointer(self._path)
+            self._checkpoints.start()
 
     async def close(self) -> None:
+        if self._checkpoints is not None:
+            self._checkpoints.close()
+            self._checkpoints = None
         if self._writer is not None:
             await asyncio.get_running_loop().run_in_executor(self._executor, self._writer.close)
         self._executor.shutdown(wait=True)
@@ -313,10 +324,10 @@ class SqliteLedgerStore:
     def _write(
         self, operations: Sequence[Operation], receipts: Sequence[Receipt]
     ) -> tuple[list[Verdict], list[bytes]]:
-        conn, turn = self._writer, self._turn
+        conn, turn, checkpoints = self._writer, self._turn, self._checkpoints
         if not self._writes:
             raise RuntimeError("this ledger store only reads: its writer process writes")
-        assert conn is not None and turn is not None, "store not started"
+        assert conn is not None and turn is not None and checkpoints is not None, "store not started"
         batch = Batch.of(operations)
         memory = self._memory
         with turn:
@@ -331,6 +342,7 @@ class SqliteLedgerStore:
                 memory.forget()
                 conn.execute("ROLLBACK")
                 raise
+        checkpoints.wrote()
         memory.commit(
             batch.current,
             batch.changes,
