@@ -11,7 +11,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,16 @@ if not SHARED.exists():
     SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 VAST_DIR = SHARED / "vast"
 PROD_VENUE = "venue-1"
+
+
+def eventually(check: Callable[[], bool], timeout: float = 5.0) -> bool:
+    """Whether `check` comes true within `timeout` seconds: for what another thread or process does soon."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.02)
+    return check()
 
 
 def free_port() -> int:

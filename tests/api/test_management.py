@@ -3,27 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from xml.sax.saxutils import escape
 
 import httpx
 import pytest
 
-from tests.conftest import LiveServer, play_time
+from tests.conftest import LiveServer, eventually, play_time
 
 
 def admin(live: LiveServer) -> dict[str, str]:
     assert live.keys
     return {"Ssp-Key": live.keys.production_admin}
-
-
-def eventually(check: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return check()
 
 
 def ad_status(live: LiveServer, venue_id: str) -> int:

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from adslot.auth.keys import hash_key
 from adslot.storage.tables import accounts, ad_requests, api_keys
-from tests.conftest import PROD_VENUE, LiveServer, play_time
+from tests.conftest import PROD_VENUE, LiveServer, eventually, play_time
 
 AD_REQUEST = "/api/v1/ad/request"
 PATHS = ("/api/v1/ad/request", "/ad/request")
@@ -113,11 +113,8 @@ def fire(http: httpx.Client, base: str, uuid_text: str, event: str, method: str 
 
 
 def wait_until(check: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+    if not eventually(check, timeout):
+        raise AssertionError(f"timed out waiting for {what}")
 
 
 # --- direct database access (the environment's own database, as the server sees it) -------------------------

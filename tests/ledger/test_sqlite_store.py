@@ -5,33 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from adslot.environment import prepare_database
 from adslot.ledger.records import Fire, Issue, Release
 from adslot.ledger.sqlite_store import SqliteLedgerStore
-from adslot.storage.database import sqlite_path
-from tests.conftest import free_port, make_settings
 from tests.ledger.stores import PLAY, record
-
-
-@pytest.fixture
-def database(tmp_path: Path) -> Path:
-    settings, _ = make_settings(tmp_path, "sqlite", free_port())
-    env = settings.environment("production")
-    prepare_database(env)
-    return sqlite_path(env.database_url)
-
-
-@pytest.fixture
-def store(database: Path) -> Iterator[SqliteLedgerStore]:
-    store = SqliteLedgerStore(database)
-    asyncio.run(store.start())
-    yield store
-    asyncio.run(store.close())
 
 
 def outcomes(store: SqliteLedgerStore, *ops: Fire | Issue | Release) -> list[str]:
@@ -39,71 +19,75 @@ def outcomes(store: SqliteLedgerStore, *ops: Fire | Issue | Release) -> list[str
 
 
 def test_a_players_repeats_read_no_state_and_write_only_their_counters_yet_are_counted_as_duplicates(
-    store: SqliteLedgerStore, database: Path
+    sqlite_store: SqliteLedgerStore, sqlite_database: Path
 ) -> None:
     made = record()
     fire = Fire(made.id, "impression", "wrapper", PLAY)
-    assert outcomes(store, Issue(made)) == ["issued"]
-    assert outcomes(store, fire) == ["counted"]
+    assert outcomes(sqlite_store, Issue(made)) == ["issued"]
+    assert outcomes(sqlite_store, fire) == ["counted"]
     seen: list[str] = []
-    writer = store._writer
+    writer = sqlite_store._writer
     assert isinstance(writer, sqlite3.Connection)
     writer.set_trace_callback(seen.append)
-    assert outcomes(store, fire, fire) == ["duplicate", "duplicate"]
+    assert outcomes(sqlite_store, fire, fire) == ["duplicate", "duplicate"]
     writer.set_trace_callback(None)
     assert not [s for s in seen if s.startswith(("SELECT", "INSERT"))], seen
     (update,) = [s for s in seen if s.startswith("UPDATE")]
     assert update.startswith("UPDATE ad_requests SET duplicate_count") and "fired" not in update, update
-    stored = asyncio.run(store.get(made.id))
+    stored = asyncio.run(sqlite_store.get(made.id))
     assert stored is not None and stored.impression_at == PLAY and stored.duplicate_count == 2
 
 
-def test_a_first_fire_on_a_remembered_ad_request_is_one_update_of_its_row(store: SqliteLedgerStore) -> None:
+def test_a_first_fire_on_a_remembered_ad_request_is_one_update_of_its_row(
+    sqlite_store: SqliteLedgerStore,
+) -> None:
     """No second table: the fire's bit and the event's time are set by the one UPDATE of the row."""
     made = record()
-    assert outcomes(store, Issue(made)) == ["issued"]
+    assert outcomes(sqlite_store, Issue(made)) == ["issued"]
     seen: list[str] = []
-    writer = store._writer
+    writer = sqlite_store._writer
     assert isinstance(writer, sqlite3.Connection)
     writer.set_trace_callback(seen.append)
-    assert outcomes(store, Fire(made.id, "impression", "wrapper", PLAY)) == ["counted"]
+    assert outcomes(sqlite_store, Fire(made.id, "impression", "wrapper", PLAY)) == ["counted"]
     writer.set_trace_callback(None)
     writes = [s for s in seen if s.startswith(("SELECT", "INSERT", "UPDATE", "DELETE"))]
     assert len(writes) == 1 and writes[0].startswith("UPDATE ad_requests SET impression_at"), writes
     assert "fired = ad_requests.fired | 1 " in writes[0], writes[0]
 
 
-def test_the_other_layers_first_fire_is_an_echo_and_its_repeat_a_duplicate(store: SqliteLedgerStore) -> None:
+def test_the_other_layers_first_fire_is_an_echo_and_its_repeat_a_duplicate(
+    sqlite_store: SqliteLedgerStore,
+) -> None:
     made = record()
-    assert outcomes(store, Issue(made)) == ["issued"]
-    assert outcomes(store, Fire(made.id, "complete", "wrapper", PLAY)) == ["counted"]
-    assert outcomes(store, Fire(made.id, "complete", "inline", PLAY)) == ["echo"]
-    assert outcomes(store, Fire(made.id, "complete", "inline", PLAY)) == ["duplicate"]
+    assert outcomes(sqlite_store, Issue(made)) == ["issued"]
+    assert outcomes(sqlite_store, Fire(made.id, "complete", "wrapper", PLAY)) == ["counted"]
+    assert outcomes(sqlite_store, Fire(made.id, "complete", "inline", PLAY)) == ["echo"]
+    assert outcomes(sqlite_store, Fire(made.id, "complete", "inline", PLAY)) == ["duplicate"]
 
 
 def test_after_another_writer_released_an_ad_request_a_fire_on_it_is_not_counted(
-    store: SqliteLedgerStore, database: Path
+    sqlite_store: SqliteLedgerStore, sqlite_database: Path
 ) -> None:
     """The writer remembers the ad request unplayed and unreleased; another connection then releases it.
     Trusting that memory would count the impression of a released ad request (its reservation already
     given back); the writer must notice the other commit and read the row again."""
     made = record()
-    assert outcomes(store, Issue(made)) == ["issued"]
-    other = SqliteLedgerStore(database)
+    assert outcomes(sqlite_store, Issue(made)) == ["issued"]
+    other = SqliteLedgerStore(sqlite_database)
     asyncio.run(other.start())
     try:
         assert outcomes(other, Release(made.id, made.account_id, PLAY - 10)) == ["released"]
     finally:
         asyncio.run(other.close())
-    assert outcomes(store, Fire(made.id, "impression", "wrapper", PLAY)) == ["released"]
+    assert outcomes(sqlite_store, Fire(made.id, "impression", "wrapper", PLAY)) == ["released"]
 
 
-def test_a_batch_that_fails_leaves_no_memory_of_what_it_rolled_back(store: SqliteLedgerStore) -> None:
+def test_a_batch_that_fails_leaves_no_memory_of_what_it_rolled_back(sqlite_store: SqliteLedgerStore) -> None:
     made = record()
-    store.apply_blocking([Issue(made)])
+    sqlite_store.apply_blocking([Issue(made)])
     duplicate_id = Issue(made)  # the same primary key again: the INSERT fails and the batch rolls back
     with pytest.raises(sqlite3.IntegrityError):
-        store.apply_blocking([Fire(made.id, "impression", "wrapper", PLAY), duplicate_id])
-    assert outcomes(store, Fire(made.id, "impression", "wrapper", PLAY)) == ["counted"]
-    stored = asyncio.run(store.get(made.id))
+        sqlite_store.apply_blocking([Fire(made.id, "impression", "wrapper", PLAY), duplicate_id])
+    assert outcomes(sqlite_store, Fire(made.id, "impression", "wrapper", PLAY)) == ["counted"]
+    stored = asyncio.run(sqlite_store.get(made.id))
     assert stored is not None and stored.impression_at == PLAY and stored.duplicate_count == 0

@@ -3,32 +3,19 @@ commit copying them, the WAL still goes back to its start, and the writer's memo
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from adslot.environment import prepare_database
 from adslot.ledger.records import Fire, Issue
 from adslot.ledger.sqlite_store import SqliteLedgerStore, _connect
 from adslot.ledger.wal_checkpoints import BACKSTOP_PAGES, WalCheckpointer
-from adslot.storage.database import sqlite_path
-from tests.conftest import free_port, make_settings
+from tests.conftest import eventually
 from tests.ledger.stores import PLAY, record
 
 PAGE = 4096
-
-
-def eventually(check: Callable[[], bool], seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 @pytest.fixture
@@ -61,7 +48,7 @@ def test_the_thread_copies_committed_pages_into_the_database_file_without_a_comm
     checkpoints.start()
     try:
         checkpoints.wrote()
-        assert eventually(lambda: path.stat().st_size >= empty + 150 * PAGE), path.stat().st_size
+        assert eventually(lambda: path.stat().st_size >= empty + 150 * PAGE, 10.0), path.stat().st_size
     finally:
         checkpoints.close()
 
@@ -96,31 +83,19 @@ def test_closing_stops_the_thread(blobs: tuple[Path, sqlite3.Connection]) -> Non
     assert not thread.is_alive()
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[tuple[SqliteLedgerStore, Path]]:
-    settings, _ = make_settings(tmp_path, "sqlite", free_port())
-    env = settings.environment("production")
-    prepare_database(env)
-    path = sqlite_path(env.database_url)
-    store = SqliteLedgerStore(path)
-    asyncio.run(store.start())
-    yield store, path
-    asyncio.run(store.close())
-
-
 def test_a_ledger_writers_commits_leave_the_checkpoints_to_its_thread_and_its_memory_stays_trusted(
-    store: tuple[SqliteLedgerStore, Path],
+    sqlite_store: SqliteLedgerStore, sqlite_database: Path
 ) -> None:
     """A checkpoint by another connection is no commit: PRAGMA data_version stays, so the writer keeps
     trusting what it remembers (a fire after the thread's checkpoint reads no state)."""
-    ledger, path = store
+    ledger, path = sqlite_store, sqlite_database
     writer = ledger._writer
     assert writer is not None
     assert writer.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == BACKSTOP_PAGES
     records = [record() for _ in range(2000)]
     before = path.stat().st_size
     assert [v.outcome for v in ledger.apply_blocking([Issue(r) for r in records])] == ["issued"] * 2000
-    assert eventually(lambda: path.stat().st_size > before), "the thread copied the new rows"
+    assert eventually(lambda: path.stat().st_size > before, 10.0), "the thread copied the new rows"
     seen: list[str] = []
     writer.set_trace_callback(seen.append)
     fire = Fire(records[0].id, "impression", "wrapper", PLAY)
