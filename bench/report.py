@@ -228,7 +228,7 @@ def notes(rows: list[Row]) -> list[str]:
     if pixels:
         out.append(
             "Each pixel scenario fires on its own list of real ad requests, minted with wrk just before "
-            "(see below), walking it in order across rounds: every fire is a first fire until the list "
+            "(see below), walking it latest first across rounds: every fire is a first fire until the list "
             "runs out, then they are duplicates (as player retries are). adslot's delivery report, before "
             "vs after each scenario's rounds: " + "; ".join(pixels) + "."
         )

@@ -304,34 +304,59 @@ class Bench:
             seconds += (args.rounds * args.duration + min(3, args.duration)) / 2
         return mint_seconds(seconds, scenario.requests_per_uuid)
 
-    def uuid_files(self, label: str, url: str, key: str, work: Path, tag: object) -> dict[str, Path]:
-        """Each uuid set the scenarios use, by name, written to work/uuids-<tag>-<set>.txt: the shared one
-        for the VAST fetches made with httpx (--uuids), each pixel scenario's minted with wrk."""
-        files: dict[str, Path] = {}
-        for scenario in self.args.scenarios:
-            name = scenario.uuid_set
-            if name in files:
-                continue
-            path = files[name] = work / f"uuids-{tag}-{name}.txt"
-            if scenario.requests_per_uuid:
-                seconds = self.mint_seconds(scenario)
-                minted = mint_ad_requests(
-                    self.wrk,
-                    url,
-                    key,
-                    seconds,
-                    path,
-                    connections=self.args.connections,
-                    threads=self.args.threads,
-                )
-                note = f"{label} {scenario.name}: fires on {len(minted):,} ad requests minted in {seconds} s"
-                self.notes.append(note)
-            else:
-                issued = issue_ad_requests(url, key, self.args.uuids)
-                path.write_text("\n".join(issued) + "\n")
-                note = f"{label} {name} uuid list: {len(issued):,} real ad requests"
-            print(f"[{note}]", flush=True)
-        return files
+    def uuids_for(
+        self,
+        files: dict[str, Path],
+        scenario: Scenario,
+        label: str,
+        url: str,
+        key: str,
+        work: Path,
+        tag: object,
+    ) -> Path:
+        """The list `scenario` uses on one adslot server, made on its first need and kept in `files` by set:
+        the shared one, or a pixel scenario's own, minted just before its runs."""
+        name = scenario.uuid_set
+        if name not in files:
+            made = self.mint if scenario.requests_per_uuid else self.shared_uuids
+            files[name] = made(label, url, key, work, tag, scenario)
+        return files[name]
+
+    def shared_uuids(
+        self, label: str, url: str, key: str, work: Path, tag: object, scenario: Scenario
+    ) -> Path:
+        """The shared list the VAST fetches cycle through (--uuids real ad requests, made with httpx), written
+        to work/uuids-<tag>-<set>.txt."""
+        path = work / f"uuids-{tag}-{scenario.uuid_set}.txt"
+        issued = issue_ad_requests(url, key, self.args.uuids)
+        path.write_text("\n".join(issued) + "\n")
+        print(f"[{label} shared uuid list: {len(issued):,} real ad requests]", flush=True)
+        return path
+
+    def mint(self, label: str, url: str, key: str, work: Path, tag: object, scenario: Scenario) -> Path:
+        """A pixel scenario's own list, minted with wrk just before its runs and written to
+        work/uuids-<tag>-<set>.txt latest first: a player fires on the ad request it was just given, so each
+        fire names an ad request issued at most as many ad requests earlier as the scenario has fired, not
+        behind every list minted and every ad request scenario run since (which, on a fast machine, put the
+        impressions ~2 million writes back, beyond the writer's memory: a restarted writer's case)."""
+        path = work / f"uuids-{tag}-{scenario.uuid_set}.txt"
+        seconds = self.mint_seconds(scenario)
+        minted = mint_ad_requests(
+            self.wrk,
+            url,
+            key,
+            seconds,
+            path,
+            connections=self.args.connections,
+            threads=self.args.threads,
+        )
+        # adslot's ids are uuid7s, whose leading bits are their issue time: sorted descending, latest first
+        # across wrk's threads (mint.lua writes each thread's list after the other's).
+        path.write_text("\n".join(sorted(minted, reverse=True)) + "\n")
+        note = f"{label} {scenario.name}: fires on {len(minted):,} ad requests minted in {seconds} s"
+        self.notes.append(note)
+        print(f"[{note}]", flush=True)
+        return path
 
     def scenario(self, targets: list[Target], scenario: Scenario, adslots: list[Subject]) -> None:
         """Max-rate rounds, then (for the latency scenarios) calibrated rounds at about half that rate; one
@@ -428,10 +453,7 @@ class Bench:
                 bare = stack.enter_context(running("bare", bare_launch, work / "bare.log", keys[sizes[0]]))
                 servers = ", ".join(f"{names[size]} on {adslots[size].url}" for size in sizes)
                 print(f"[{backend}] {servers}, bare app on {bare.url}, {workers} worker(s) each", flush=True)
-                files = {
-                    names[size]: self.uuid_files(labels[size], adslots[size].url, keys[size], work, size)
-                    for size in sizes
-                }
+                files: dict[str, dict[str, Path]] = {name: {} for name in names.values()}
                 common = {"venue": VENUE_ID, "screen": SCREEN_ID}
                 targets = [Target("bare", bare, {**common, "key": "unused"})] + [
                     Target(names[size], adslots[size], {**common, "key": keys[size]}) for size in sizes
@@ -441,6 +463,9 @@ class Bench:
                 # Whose uuid lists each target fires on: its own; the bare app (it answers any) the first's.
                 files["bare"] = files[names[sizes[0]]]
                 for scenario in self.args.scenarios:
+                    for size in sizes:
+                        url, key = adslots[size].url, keys[size]
+                        self.uuids_for(files[names[size]], scenario, labels[size], url, key, work, size)
                     with_uuids = [
                         Target(
                             t.name,

@@ -262,17 +262,15 @@ class WorkersBench:
                         running(f"adslot {name}", launches[name], log, keys[name])
                     )
                     print(f"[{backend}] adslot with {name} on {servers[name].url}", flush=True)
-                files = {
-                    name: self.bench.uuid_files(
-                        f"{backend}, {name}", servers[name].url, keys[name], work, name
-                    )
-                    for name in WORKERS
-                }
+                files: dict[str, dict[str, Path]] = {name: {} for name in WORKERS}
                 common = {"venue": VENUE_ID, "screen": SCREEN_ID}
                 targets = [Target(name, servers[name], {**common, "key": keys[name]}) for name in WORKERS]
                 for target in targets:
                     self.bench.wrk_run(target, SCENARIOS[0], self.args.warmup, {})
                 for scenario in self.args.scenarios:
+                    for name in WORKERS:
+                        label, url = f"{backend}, {name}", servers[name].url
+                        self.bench.uuids_for(files[name], scenario, label, url, keys[name], work, name)
                     with_uuids = [
                         Target(
                             t.name,
@@ -323,9 +321,9 @@ def notes(rows: list[WorkersRow], machine: Machine, threads: int) -> list[str]:
     if pixels:
         out.append(
             "Each pixel scenario fires on its own list of each server's real ad requests, minted with wrk "
-            "just before, in order across rounds: every fire is a first fire until a list runs out, then "
-            "they are duplicates (as player retries are). Each server's delivery report, before vs after "
-            "the scenario's rounds: " + "; ".join(pixels) + "."
+            "just before, walked latest first across rounds: every fire is a first fire until a list runs "
+            "out, then they are duplicates (as player retries are). Each server's delivery report, before "
+            "vs after the scenario's rounds: " + "; ".join(pixels) + "."
         )
     if machine.nproc < threads + 2:
         out.append(

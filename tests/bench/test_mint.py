@@ -1,8 +1,10 @@
-"""The mint's ad requests name a slot still ahead when its last one is sent, however long it runs.
+"""The mint's ad requests name a slot still ahead when its last one is sent, however long it runs, and the
+benchmark fires on them latest first.
 
 wrk sends one prebuilt request for a whole run, so its play_time is fixed when wrk starts; adslot refuses a
 play_time more than its skew (60 s) in the past, and a pixel list takes minutes to mint. A real wrk runs
-mint.lua against a small loopback server that records the bodies it receives.
+mint.lua against a small loopback server that records the bodies it receives and answers each with a fresh
+uuid7, as adslot does.
 """
 
 from __future__ import annotations
@@ -15,20 +17,28 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from bench.runner import Bench, parse_args
+from bench.scenarios import BY_NAME
 from bench.servers import PLAY_LEAD_SECONDS, mint_ad_requests
 from bench.wrk import wrk_binary
 
+from adslot.ids import uuid7
 from tests.bench.test_bench_smoke import require_wrk
 
 
 class _Recorder(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as wrk expects
     play_times: list[int] = []  # noqa: RUF012 - shared by the handler instances of one server
+    issued: list[str] = []  # noqa: RUF012 - in the order answered, as above
+    lock = threading.Lock()
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.play_times.append(body["play_time"])
-        answer = b'{"data":{"ad_request_uuid":"0123abcd-0000-7000-8000-000000000000"}}'
+        with self.lock:
+            self.play_times.append(body["play_time"])
+            issued = str(uuid7())
+            self.issued.append(issued)
+        answer = b'{"data":{"ad_request_uuid":"%s"}}' % issued.encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(answer)))
@@ -40,14 +50,15 @@ class _Recorder(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def recorder() -> Iterator[tuple[str, list[int]]]:
+def recorder() -> Iterator[tuple[str, list[int], list[str]]]:
     play_times: list[int] = []
-    handler = type("Recorder", (_Recorder,), {"play_times": play_times})
+    issued: list[str] = []
+    handler = type("Recorder", (_Recorder,), {"play_times": play_times, "issued": issued})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", play_times
+        yield f"http://127.0.0.1:{server.server_address[1]}", play_times, issued
     finally:
         server.shutdown()
         server.server_close()
@@ -55,10 +66,10 @@ def recorder() -> Iterator[tuple[str, list[int]]]:
 
 @pytest.mark.timeout(60)
 def test_a_mint_asks_for_a_play_time_a_lead_after_its_own_end(
-    recorder: tuple[str, list[int]], tmp_path: Path
+    recorder: tuple[str, list[int], list[str]], tmp_path: Path
 ) -> None:
     require_wrk()
-    url, play_times = recorder
+    url, play_times, _ = recorder
     seconds = 2
     started = time.time()
     uuids = mint_ad_requests(
@@ -68,3 +79,23 @@ def test_a_mint_asks_for_a_play_time_a_lead_after_its_own_end(
     assert len(set(play_times)) == 1, "one prebuilt request for the whole run"
     assert play_times[0] >= int(started) + seconds + PLAY_LEAD_SECONDS
     assert play_times[0] <= time.time() + seconds + PLAY_LEAD_SECONDS + 1
+
+
+@pytest.mark.timeout(60)
+def test_a_pixel_list_is_fired_latest_first_across_wrks_threads(
+    recorder: tuple[str, list[int], list[str]], tmp_path: Path
+) -> None:
+    """A player fires on the ad request it was just given: the list starts at the last one issued, not
+    behind everything minted since its first (mint.lua writes its threads' lists one after the other)."""
+    require_wrk()
+    url, _, issued = recorder
+    bench = Bench(parse_args(["--quick", "--threads", "2", "--connections", "4"]), wrk_binary())
+    path = bench.mint("test", url, "key", tmp_path, 0, BY_NAME["tracking"])
+    listed = path.read_text().split()
+    # Every answer wrk read, once; the last few the recorder sent may have been in flight when wrk stopped.
+    assert len(listed) > 100 and len(set(listed)) == len(listed) and set(listed) <= set(issued)
+    assert len(issued) - len(listed) <= 4
+    # Issue order, latest first (uuid7s of one millisecond may tie in either order).
+    times = [int(u.replace("-", "")[:12], 16) for u in listed]
+    assert times == sorted(times, reverse=True)
+    assert times[0] > times[-1]
