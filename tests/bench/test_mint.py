@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -24,6 +25,7 @@ from bench.wrk import wrk_binary
 
 from adslot.ids import uuid7
 from tests.bench.test_bench_smoke import require_wrk
+from tests.test_ids import unix_ms
 
 
 class _Recorder(BaseHTTPRequestHandler):
@@ -96,6 +98,6 @@ def test_a_pixel_list_is_fired_latest_first_across_wrks_threads(
     assert len(listed) > 100 and len(set(listed)) == len(listed) and set(listed) <= set(issued)
     assert len(issued) - len(listed) <= 4
     # Issue order, latest first (uuid7s of one millisecond may tie in either order).
-    times = [int(u.replace("-", "")[:12], 16) for u in listed]
+    times = [unix_ms(uuid.UUID(u)) for u in listed]
     assert times == sorted(times, reverse=True)
     assert times[0] > times[-1]
