@@ -50,6 +50,18 @@ def test_a_fire_keeps_its_exact_id_and_time(ident: uuid.UUID, event: str, at: in
     assert str(fire.ad_request_id) == str(ident) and hash(fire.ad_request_id) == hash(ident)
 
 
+@pytest.mark.parametrize(
+    "fire",
+    [(b"short", "impression", "wrapper", 1), (b"x" * 16, "impression", "wrapper", "1"), (b"x" * 16, "start")],
+    ids=["id-not-16-bytes", "time-not-an-integer", "fields-missing"],
+)
+def test_a_malformed_fire_is_refused_not_turned_into_an_operation(fire: tuple[object, ...]) -> None:
+    import msgspec
+
+    with pytest.raises(msgspec.ValidationError):
+        decode_operations(msgspec.msgpack.encode([(0, fire)]))
+
+
 def test_verdicts_come_back_with_their_counters_as_tuples() -> None:
     verdicts = [
         Verdict("counted", 1_800_000_900),

@@ -24,6 +24,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from itertools import islice
+from typing import TypeGuard
 
 from adslot.ledger.records import AdRequest
 from adslot.ledger.resolve import NO_TIMES, TIME_INDEX, Current, RowChange
@@ -46,8 +47,17 @@ bits). Not the Current itself: the collector untracks plain tuples of plain valu
 def after(state: Current, change: RowChange | None) -> Current:
     """The state a committed change leaves: event times and the settlement are set once, as the UPDATE's
     COALESCE sets them, fired bits are added; the counters are not part of the state."""
-    if change is None or not (change.set_times or change.settle_reason or change.fired):
+    if not _alters(change):
         return state
+    return _state(_row_after(state, change))
+
+
+def _alters(change: RowChange | None) -> TypeGuard[RowChange]:
+    return change is not None and bool(change.fired or change.set_times or change.settle_reason)
+
+
+def _row_after(state: Current, change: RowChange) -> _Row:
+    """after() as the plain tuple the memory keeps, made once: no Current to build and copy again."""
     times = state.times
     if change.set_times:
         changed = list(times)
@@ -56,7 +66,7 @@ def after(state: Current, change: RowChange | None) -> Current:
             if changed[index] is None:
                 changed[index] = at
         times = tuple(changed)
-    return Current(
+    return (
         state.expires_at,
         times,
         state.account_id,
@@ -126,12 +136,17 @@ class Remembered:
         `states` are the batch's states as states() gave them (or the database, for the ids it did not
         remember), so a remembered one that no change altered is kept as it is."""
         rows = self._rows
+        share = self._share
+        change_of = changes.get
         for ident, state in states.items():
             key = ident.int
-            new = after(state, changes.get(ident))
-            # A remembered state is what `state` was read from: unchanged (every repeat), its row stays.
             row = rows.pop(key, None)
-            rows[key] = self._share(tuple(new)) if new is not state or row is None else row
+            change = change_of(ident)
+            if _alters(change):
+                rows[key] = share(_row_after(state, change))
+            else:
+                # What `state` was read from: unchanged (every repeat), the remembered row stays.
+                rows[key] = row if row is not None else share(tuple(state))
         for ident, state in admitted:
             key = ident.int
             rows.pop(key, None)

@@ -19,7 +19,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from adslot.ledger.records import EVENT_COLUMNS, FIRE_BITS, Fire, Outcome, Release, SettleReason, Verdict
+from adslot.ledger.records import (
+    EVENT_COLUMNS,
+    FIRE_BITS,
+    NO_COUNTERS,
+    Fire,
+    Outcome,
+    Release,
+    SettleReason,
+    Verdict,
+)
 
 Times = tuple[int | None, ...]
 """An ad request's event times, one per EVENT_COLUMNS entry in its order (None: not fired yet)."""
@@ -31,6 +40,8 @@ _SLOTS: Mapping[str, tuple[str, int]] = {
     event: (column, TIME_INDEX[column]) for event, column in EVENT_COLUMNS.items()
 }
 _IMPRESSION = TIME_INDEX["impression_at"]
+_UNKNOWN = Verdict("unknown")
+_verdict = Verdict._make
 
 
 class Current(NamedTuple):
@@ -79,32 +90,35 @@ def resolve(
 ) -> tuple[list[Verdict], dict[uuid.UUID, RowChange]]:
     verdicts: list[Verdict] = []
     changes: dict[uuid.UUID, RowChange] = {}
-    for fire in fires:
-        state = current.get(fire.ad_request_id)
+    outcome: Outcome
+    for ident, event, layer, at in fires:
+        state = current.get(ident)
         if state is None:
-            verdicts.append(Verdict("unknown"))
+            verdicts.append(_UNKNOWN)
             continue
-        change = changes.get(fire.ad_request_id)
+        change = changes.get(ident)
         if change is None:
-            change = changes[fire.ad_request_id] = RowChange()
-        bit = FIRE_BITS[fire.event, fire.layer]
-        if fire.at > state.expires_at:
+            change = changes[ident] = RowChange()
+        expires_at = state.expires_at
+        bit = FIRE_BITS[event, layer]
+        if at > expires_at:
             change.late += 1
-            verdicts.append(Verdict("late", state.expires_at))
+            outcome = "late"
         elif state.settle_reason == "released":
             change.late += 1
-            verdicts.append(Verdict("released", state.expires_at))
+            outcome = "released"
         elif (state.fired | change.fired) & bit:
             change.duplicates += 1
-            verdicts.append(Verdict("duplicate", state.expires_at))
+            outcome = "duplicate"
         else:
             change.fired |= bit
-            column, index = _SLOTS[fire.event]
+            column, index = _SLOTS[event]
             if state.times[index] is None and column not in change.set_times:
-                change.set_times[column] = fire.at
-                verdicts.append(Verdict("counted", state.expires_at))
+                change.set_times[column] = at
+                outcome = "counted"
             else:
-                verdicts.append(Verdict("echo", state.expires_at))
+                outcome = "echo"
+        verdicts.append(_verdict((outcome, expires_at, None, NO_COUNTERS, 0)))
     return verdicts, changes
 
 
