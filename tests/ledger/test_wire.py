@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import uuid
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -56,8 +57,6 @@ def test_a_fire_keeps_its_exact_id_and_time(ident: uuid.UUID, event: str, at: in
     ids=["id-not-16-bytes", "time-not-an-integer", "fields-missing"],
 )
 def test_a_malformed_fire_is_refused_not_turned_into_an_operation(fire: tuple[object, ...]) -> None:
-    import msgspec
-
     with pytest.raises(msgspec.ValidationError):
         decode_operations(msgspec.msgpack.encode([(0, fire)]))
 
@@ -82,8 +81,6 @@ def test_an_error_frame_raises_with_the_writers_message() -> None:
 
 
 def test_an_unknown_operation_tag_is_refused() -> None:
-    import msgspec
-
     with pytest.raises(WireError, match="unknown operation tag 9"):
         decode_operations(msgspec.msgpack.encode([(9, {"x": 1})]))
 

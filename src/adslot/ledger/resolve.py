@@ -22,7 +22,6 @@ from typing import NamedTuple
 from adslot.ledger.records import (
     EVENT_COLUMNS,
     FIRE_BITS,
-    NO_COUNTERS,
     Fire,
     Outcome,
     Release,
@@ -41,7 +40,6 @@ _SLOTS: Mapping[str, tuple[str, int]] = {
 }
 _IMPRESSION = TIME_INDEX["impression_at"]
 _UNKNOWN = Verdict("unknown")
-_verdict = Verdict._make
 
 
 class Current(NamedTuple):
@@ -118,7 +116,7 @@ def resolve(
                 outcome = "counted"
             else:
                 outcome = "echo"
-        verdicts.append(_verdict((outcome, expires_at, None, NO_COUNTERS, 0)))
+        verdicts.append(Verdict(outcome, expires_at))
     return verdicts, changes
 
 
