@@ -270,6 +270,57 @@ def test_fires_on_remembered_ad_requests_are_one_statement_that_locks_nothing_fi
     assert [rows[r.id]["duplicate_count"] for r in made] == [1, 0, 0]
 
 
+def test_a_batch_sent_while_another_is_in_flight_is_resolved_on_what_that_one_leaves(
+    postgres_ledger: LedgerDatabase,
+) -> None:
+    """A player's quartiles a moment apart, in two batches in two lanes at once: the second is resolved on
+    the first's outcome and goes as its one checked statement too, never read, locked and applied again."""
+    made = record()
+
+    async def scenario(ours: PostgresLedgerStore, _: PostgresLedgerStore, seen: list[str]) -> None:
+        await ours.apply([Issue(made)])
+        seen.clear()
+        first = [Fire(made.id, "impression", "wrapper", PLAY), Fire(made.id, "start", "wrapper", PLAY)]
+        second = [
+            Fire(made.id, "start", "wrapper", PLAY + 1),
+            Fire(made.id, "firstQuartile", "wrapper", PLAY + 2),
+        ]
+        both = await asyncio.gather(ours.apply(first), ours.apply(second))
+        assert [outcomes(v) for v in both] == [["counted", "counted"], ["duplicate", "counted"]]
+        assert len(seen) == 2 and not any("FOR UPDATE" in q for q in seen), seen
+
+    postgres_ledger.clear()
+    two_nodes(postgres_ledger, scenario)
+    row = postgres_ledger.rows()[made.id]
+    assert (row["impression_at"], row["start_at"], row["first_quartile_at"]) == (PLAY, PLAY, PLAY + 2)
+    assert row["duplicate_count"] == 1
+
+
+def test_a_batch_resolved_on_one_in_flight_that_fails_is_applied_again_on_what_was_committed(
+    postgres_ledger: LedgerDatabase,
+) -> None:
+    """The first batch is a resent frame committed before, so it fails; the second, resolved on the first's
+    guess (its start already fired), must not call its start a duplicate."""
+    made = record()
+    frame = Receipt(b"w" * 16, 7, PLAY, 0, 1)
+
+    async def scenario(ours: PostgresLedgerStore, _: PostgresLedgerStore, seen: list[str]) -> None:
+        await ours.apply([Issue(made)])
+        await ours.apply_frames([Fire(made.id, "impression", "wrapper", PLAY)], [frame])
+        seen.clear()
+        resent = ours.apply_frames([Fire(made.id, "start", "wrapper", PLAY)], [frame])
+        fresh = ours.apply([Fire(made.id, "start", "wrapper", PLAY + 1)])
+        refused, counted = await asyncio.gather(resent, fresh, return_exceptions=True)
+        assert isinstance(refused, AlreadyAnswered)
+        assert not isinstance(counted, BaseException) and outcomes(counted) == ["counted"]
+        assert any("FOR UPDATE" in q for q in seen), "the second went again, read and locked"
+
+    postgres_ledger.clear()
+    two_nodes(postgres_ledger, scenario)
+    row = postgres_ledger.rows()[made.id]
+    assert (row["impression_at"], row["start_at"], row["duplicate_count"]) == (PLAY, PLAY + 1, 0)
+
+
 def test_a_fire_another_node_counted_meanwhile_is_a_duplicate_and_the_rest_of_the_batch_counts_once(
     postgres_ledger: LedgerDatabase,
 ) -> None:
