@@ -296,29 +296,63 @@ def test_a_batch_sent_while_another_is_in_flight_is_resolved_on_what_that_one_le
     assert row["duplicate_count"] == 1
 
 
-def test_a_batch_resolved_on_one_in_flight_that_fails_is_applied_again_on_what_was_committed(
+def test_a_batch_waiting_on_one_that_fails_resolves_on_what_was_committed(
     postgres_ledger: LedgerDatabase,
 ) -> None:
-    """The first batch is a resent frame committed before, so it fails; the second, resolved on the first's
-    guess (its start already fired), must not call its start a duplicate."""
+    """The first batch is a resent frame committed before, so it fails: the second, on the same ad request,
+    must count its start, not call it a duplicate of the start the failed one would have written."""
     made = record()
     frame = Receipt(b"w" * 16, 7, PLAY, 0, 1)
 
     async def scenario(ours: PostgresLedgerStore, _: PostgresLedgerStore, seen: list[str]) -> None:
         await ours.apply([Issue(made)])
         await ours.apply_frames([Fire(made.id, "impression", "wrapper", PLAY)], [frame])
-        seen.clear()
         resent = ours.apply_frames([Fire(made.id, "start", "wrapper", PLAY)], [frame])
         fresh = ours.apply([Fire(made.id, "start", "wrapper", PLAY + 1)])
         refused, counted = await asyncio.gather(resent, fresh, return_exceptions=True)
         assert isinstance(refused, AlreadyAnswered)
         assert not isinstance(counted, BaseException) and outcomes(counted) == ["counted"]
-        assert any("FOR UPDATE" in q for q in seen), "the second went again, read and locked"
 
     postgres_ledger.clear()
     two_nodes(postgres_ledger, scenario)
     row = postgres_ledger.rows()[made.id]
     assert (row["impression_at"], row["start_at"], row["duplicate_count"]) == (PLAY, PLAY + 1, 0)
+
+
+def test_a_batch_waits_for_one_in_flight_on_the_same_ad_request_and_no_other(
+    postgres_ledger: LedgerDatabase,
+) -> None:
+    """Another transaction holds one ad request's row, so this writer's impression on it stays in flight:
+    an impression on another ad request still commits, and a start on the held one is not even sent until
+    the impression ahead of it is done, then goes as its one checked statement."""
+    held, other = record(), record()
+
+    async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, seen: list[str]) -> None:
+        await ours.apply([Issue(held), Issue(other)])
+        seen.clear()
+        assert theirs._pool is not None
+        async with theirs._pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT 1 FROM ad_requests WHERE id = $1 FOR UPDATE", held.id)
+            blocked = asyncio.ensure_future(ours.apply([Fire(held.id, "impression", "wrapper", PLAY)]))
+            free = await asyncio.wait_for(ours.apply([Fire(other.id, "impression", "wrapper", PLAY)]), 10)
+            assert outcomes(free) == ["counted"]
+            after = asyncio.ensure_future(ours.apply([Fire(held.id, "start", "wrapper", PLAY + 1)]))
+            await asyncio.sleep(0.3)
+            assert not blocked.done() and not after.done()
+            waiting = await theirs._pool.fetchval(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            )
+            assert waiting == 1, "the start waits in the writer, not in the database"
+        assert outcomes(await asyncio.wait_for(blocked, 10)) == ["counted"]
+        assert outcomes(await asyncio.wait_for(after, 10)) == ["counted"]
+        assert len(seen) == 3 and not any("FOR UPDATE" in q for q in seen), seen
+
+    postgres_ledger.clear()
+    two_nodes(postgres_ledger, scenario)
+    rows = postgres_ledger.rows()
+    assert (rows[held.id]["impression_at"], rows[held.id]["start_at"]) == (PLAY, PLAY + 1)
+    assert rows[other.id]["impression_at"] == PLAY
 
 
 def test_a_fire_another_node_counted_meanwhile_is_a_duplicate_and_the_rest_of_the_batch_counts_once(

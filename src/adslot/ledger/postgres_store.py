@@ -23,20 +23,21 @@ fails as a whole, through migration 0008's ledger_written(), when a row was left
 forgets those ad requests and applies the batch again as above. A batch of pixels or of uncapped ad
 requests is then one round trip instead of four or three, and no row lock is written before its update.
 
-Such a batch is remembered as written the moment it is resolved, before its statement is sent: the writer
-runs batches in concurrent lanes (writer_process.py), and a player's quartiles, fired a moment apart, often
-land in two batches in flight at once. The later one is then resolved on what the earlier one will leave,
-and its UPDATE, which waits for the earlier one's row locks, finds exactly that. Resolved on the memory as
-the database last had it instead, it failed its check and went again, read and locked: measured, one
-tracking batch in six. A batch that fails forgets its ad requests, and any batch resolved on its guess
-fails its own check and goes again; the memory was never more than a guess.
+The writer runs batches in concurrent lanes (writer_process.py), and a player's quartiles, fired a moment
+apart, often land in two batches in flight at once. A batch that names an ad request a batch ahead of it
+names waits for that one to finish before it is resolved (_Ordered), so it resolves on what that one
+committed: resolved on the memory from before, its check failed once the first committed (or, sent to the
+database first, it made the first one's fail) and it went again, read and locked. Measured on a PostgreSQL
+tracking run: about one batch in ten. Batches on other ad requests do not wait.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from functools import cache
 
 import asyncpg
@@ -356,29 +357,17 @@ def recall(batch: Batch, memory: Remembered) -> bool:
     return True
 
 
-def resolve_recalled(batch: Batch, memory: Remembered) -> list[Verdict]:
-    """Resolve a batch that recall() took on the states it recalled, and remember at once what it will
-    leave, for the batches that lanes send while it is in flight (see the module's docstring); the caller
-    forgets its ad requests again (forget_recalled()) if it does not commit."""
+async def _apply_recalled(
+    conn: asyncpg.Connection, batch: Batch, receipts: Sequence[Receipt]
+) -> tuple[list[Verdict], list[bytes]]:
+    """A batch that recall() took, as ONE statement on its own (autocommit: PostgreSQL commits it, durably,
+    before it answers), instead of BEGIN, a locking read, the writes and COMMIT: a quarter of the round
+    trips, and no row lock written before each row's update. Every row is updated only if it still is as
+    remembered, and the statement fails, writing nothing, if one is not (StaleMemory) or a resent frame was
+    committed before (AlreadyAnswered)."""
     batch.resolve(())
     batch.admit()
-    memory.commit(batch.current, batch.changes, admitted(batch))
-    return batch.verdicts()
-
-
-def forget_recalled(batch: Batch, memory: Remembered) -> None:
-    memory.drop(batch.current)
-    memory.drop(record.id for record, _ in batch.admitted)
-
-
-async def _apply_recalled(
-    conn: asyncpg.Connection, batch: Batch, receipts: Sequence[Receipt], verdicts: list[Verdict]
-) -> tuple[list[Verdict], list[bytes]]:
-    """A batch that recall() took and resolve_recalled() resolved, as ONE statement on its own (autocommit:
-    PostgreSQL commits it, durably, before it answers), instead of BEGIN, a locking read, the writes and
-    COMMIT: a quarter of the round trips, and no row lock written before each row's update. Every row is
-    updated only if it still is as remembered, and the statement fails, writing nothing, if one is not
-    (StaleMemory) or a resent frame was committed before (AlreadyAnswered)."""
+    verdicts = batch.verdicts()
     parts, args, answers = _writes(batch, receipts, verdicts, expected=True)
     if parts:
         try:
@@ -396,6 +385,37 @@ async def _apply_recalled(
 
 def admitted(batch: Batch) -> list[tuple[uuid.UUID, Current]]:
     return [(record.id, issued(record, claims)) for record, claims in batch.admitted]
+
+
+class _Ordered:
+    """Each ad request's latest batch in flight, for a batch naming it to wait for (see the module's
+    docstring). A batch takes its place before it waits, so three batches on one ad request go one after
+    the other, and it waits only for batches taken before it: no cycle, no deadlock."""
+
+    def __init__(self) -> None:
+        self._latest: dict[int, asyncio.Future[None]] = {}
+
+    @asynccontextmanager
+    async def turn(self, ids: Sequence[uuid.UUID]) -> AsyncIterator[None]:
+        latest = self._latest
+        mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        ahead = set()
+        for ident in ids:
+            key = ident.int
+            before = latest.get(key)
+            if before is not None:
+                ahead.add(before)
+            latest[key] = mine
+        try:
+            if ahead:
+                await asyncio.wait(ahead)
+            yield
+        finally:
+            mine.set_result(None)
+            for ident in ids:
+                key = ident.int
+                if latest.get(key) is mine:
+                    del latest[key]
 
 
 class _Connection(asyncpg.Connection):  # type: ignore[misc]
@@ -416,6 +436,7 @@ class PostgresLedgerStore:
         self._pool_size = pool_size
         self._pool: asyncpg.Pool | None = None
         self._memory = Remembered()
+        self._ordered = _Ordered()
 
     async def start(self) -> None:
         settings = {"search_path": self._schema} if self._schema else {}
@@ -457,27 +478,25 @@ class PostgresLedgerStore:
     async def _write(
         self, operations: Sequence[Operation], receipts: Sequence[Receipt]
     ) -> tuple[list[Verdict], list[bytes]]:
-        """A batch on remembered ad requests as one unlocked statement, checked row by row, remembered as
-        soon as it is resolved; any other, or one whose rows changed behind the memory, read and locked in
-        a transaction, and remembered once committed. A failed batch forgets its ad requests (the memory is
-        checked before it is trusted)."""
+        """A batch on remembered ad requests as one unlocked statement, checked row by row; any other, or
+        one whose rows changed behind the memory, read and locked in a transaction. Either waits for the
+        batches in flight on the same ad requests first. Only committed states are remembered; a failed
+        batch leaves the memory as it was (it is checked before it is trusted)."""
         pool, memory = self._pool, self._memory
         assert pool is not None, "store not started"
         batch = Batch.of(operations)
-        async with pool.acquire() as conn:
-            # Nothing is awaited between recall() and the statement's send: a batch taken after this one is
-            # resolved on what this one leaves, and its statement follows this one's.
+        async with self._ordered.turn(batch.named_ids()):
             if recall(batch, memory):
-                verdicts = resolve_recalled(batch, memory)
                 try:
-                    return await _apply_recalled(conn, batch, receipts, verdicts)
+                    async with pool.acquire() as conn:
+                        result = await _apply_recalled(conn, batch, receipts)
                 except StaleMemory:
-                    forget_recalled(batch, memory)
+                    memory.drop(batch.named_ids())
                     batch = Batch.of(operations)
-                except BaseException:
-                    forget_recalled(batch, memory)
-                    raise
-            async with conn.transaction():
+                else:
+                    memory.commit(batch.current, batch.changes, admitted(batch))
+                    return result
+            async with pool.acquire() as conn, conn.transaction():
                 result = await _apply(conn, batch, receipts)
-        memory.commit(batch.current, batch.changes, admitted(batch))
-        return result
+            memory.commit(batch.current, batch.changes, admitted(batch))
+            return result

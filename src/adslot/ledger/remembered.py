@@ -7,8 +7,7 @@ written: the store checks a version that changes when any other connection commi
 read under the write lock) and forgets everything when it moved. Only what a committed batch wrote is
 remembered; a failed batch forgets everything. A PostgreSQL writer has no such version (another node may
 write any row at any moment): it keeps the same memory but only as a guess, which the UPDATE that relies on
-it checks row by row, forgetting (drop()) the ad requests it finds changed; being a guess, it takes in such a
-batch's states as soon as the batch is resolved, for the next batches in flight (postgres_store.py).
+it checks row by row, forgetting (drop()) the ad requests it finds changed (postgres_store.py).
 
 Each ad request is kept as one tuple of plain values under its uuid's integer, so the garbage collector
 stops looking at it after its first pass: with dataclasses, sets and uuid objects, 100,000 remembered ad
@@ -132,8 +131,7 @@ class Remembered:
         changes: dict[uuid.UUID, RowChange],
         admitted: Iterable[tuple[uuid.UUID, Current]],
     ) -> None:
-        """After a COMMIT (on PostgreSQL, for a batch checked row by row, before it): remember what it
-        left, each row now the newest.
+        """After a COMMIT: remember what it left, each row now the newest.
 
         `states` are the batch's states as states() gave them (or the database, for the ids it did not
         remember), so a remembered one that no change altered is kept as it is."""
