@@ -343,14 +343,14 @@ class StaleMemory(Exception):
     """An ad request a batch was resolved on from the writer's memory is no longer as remembered."""
 
 
-def recall(batch: Batch, memory: Remembered) -> bool:
+def recall(batch: Batch, memory: Remembered, ids: Sequence[uuid.UUID]) -> bool:
     """Whether `batch` can go as one statement that locks nothing beforehand, resolved on remembered states
     (which it then holds in batch.current): fires on ad requests this writer remembers unsettled, issues
     that reserve nothing, no-fills. Releases and the expiry sweep settle, and reservations lock counters:
-    those batches read and lock their rows first."""
+    those batches read and lock their rows first. `ids`: the batch's named_ids()."""
     if batch.releases or batch.settles or any(issue.claims for issue in batch.issues):
         return False
-    found, missing = memory.states(batch.named_ids())
+    found, missing = memory.states(ids)
     if missing or any(state.settle_reason is not None for state in found.values()):
         return False
     batch.current.update(found)
@@ -485,13 +485,14 @@ class PostgresLedgerStore:
         pool, memory = self._pool, self._memory
         assert pool is not None, "store not started"
         batch = Batch.of(operations)
-        async with self._ordered.turn(batch.named_ids()):
-            if recall(batch, memory):
+        ids = batch.named_ids()
+        async with self._ordered.turn(ids):
+            if recall(batch, memory, ids):
                 try:
                     async with pool.acquire() as conn:
                         result = await _apply_recalled(conn, batch, receipts)
                 except StaleMemory:
-                    memory.drop(batch.named_ids())
+                    memory.drop(ids)
                     batch = Batch.of(operations)
                 else:
                     memory.commit(batch.current, batch.changes, admitted(batch))
