@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 from adslot.environment import make_store
+from adslot.ledger.postgres_store import PostgresLedgerStore
 from adslot.ledger.process_store import ProcessLedgerStore
+from adslot.ledger.shared_writer import in_processes
+from adslot.ledger.sqlite_store import SqliteLedgerStore
+from adslot.ledger.stores import writer_for
 from adslot.settings import EnvironmentSettings, Settings, SettingsError, load_settings
 
 PG = "postgresql://adslot@db.example.test:5432/adslot"
@@ -328,9 +332,33 @@ def test_play_window_one_second_longer_than_the_skew_is_accepted() -> None:
     assert (settings.play_window_seconds, settings.play_time_skew_seconds) == (121, 120)
 
 
-def test_ledger_writes_run_in_a_writer_process_by_default_and_a_thread_on_request() -> None:
-    assert load_settings({}).ledger_writer == "process"
-    assert load_settings({"ADSLOT_LEDGER_WRITER": "thread"}).ledger_writer == "thread"
+def test_ledger_writes_go_to_a_writer_process_on_sqlite_and_stay_in_the_worker_on_postgresql_by_default() -> (
+    None
+):
+    settings = load_settings(
+        {
+            "ADSLOT_DATABASE_URL": "postgresql://db.example/ads",
+            "ADSLOT_SANDBOX_DATABASE_URL": "sqlite:///s.db",
+        }
+    )
+    assert settings.ledger_writer == "auto"
+    production, sandbox = settings.environment("production"), settings.environment("sandbox")
+    assert sandbox.database_url.startswith("sqlite")
+    assert (writer_for(production, "auto"), writer_for(sandbox, "auto")) == ("worker", "process")
+    assert isinstance(make_store(sandbox, settings.ledger_writer), ProcessLedgerStore)
+    assert isinstance(make_store(production, settings.ledger_writer), PostgresLedgerStore)
+    assert in_processes(settings) == [sandbox], "a shared writer only where batches go to a process"
+
+
+def test_a_chosen_ledger_writer_holds_for_every_database() -> None:
+    for choice in ("process", "worker"):
+        settings = load_settings(
+            {"ADSLOT_DATABASE_URL": "postgresql://db.example/ads", "ADSLOT_LEDGER_WRITER": choice}
+        )
+        assert settings.ledger_writer == choice
+        assert {writer_for(env, choice) for env in settings.environments} == {choice}
+    in_worker = make_store(load_settings({"ADSLOT_LEDGER_WRITER": "worker"}).environment("sandbox"), "worker")
+    assert isinstance(in_worker, SqliteLedgerStore)
 
 
 def test_each_worker_starts_its_own_writer_unless_serve_names_a_shared_writers_socket_dir(
@@ -345,7 +373,7 @@ def test_each_worker_starts_its_own_writer_unless_serve_names_a_shared_writers_s
 
 
 def test_an_unknown_ledger_writer_is_refused_with_the_choices() -> None:
-    with pytest.raises(SettingsError, match="ADSLOT_LEDGER_WRITER must be one of process, thread"):
+    with pytest.raises(SettingsError, match="ADSLOT_LEDGER_WRITER must be one of auto, process, worker"):
         load_settings({"ADSLOT_LEDGER_WRITER": "fork"})
 
 

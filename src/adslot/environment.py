@@ -25,7 +25,7 @@ from adslot.ledger.process_store import ProcessLedgerStore
 from adslot.ledger.records import AdRequest, Operation, Verdict, reserves
 from adslot.ledger.shared_writer import socket_path
 from adslot.ledger.store import LedgerStore
-from adslot.ledger.stores import store_for
+from adslot.ledger.stores import store_for, writer_for
 from adslot.ledger.sweeper import ExpirySweeper
 from adslot.sandbox.seed import seed_sandbox, testing_key
 from adslot.settings import EnvironmentSettings, Settings
@@ -62,10 +62,11 @@ def transact(engine: sa.Engine, fn: Callable[[sa.Connection], T], *, write: bool
 
 
 def make_store(
-    env: EnvironmentSettings, writer: str = "thread", socket_dir: Path | None = None
+    env: EnvironmentSettings, writer: str = "worker", socket_dir: Path | None = None
 ) -> LedgerStore:
-    """`socket_dir`: dial the shared writer process there (adslot serve --workers N), not a new one."""
-    if writer == "process":
+    """`writer`: an ADSLOT_LEDGER_WRITER choice (writer_for()); `socket_dir`: a writer process dials the
+    shared writer process there (adslot serve --workers N) instead of starting one of its own."""
+    if writer_for(env, writer) == "process":
         reads = store_for(env.database_url, env.database_schema, writes=False)
         socket = None if socket_dir is None else socket_path(socket_dir, env.name)
         return ProcessLedgerStore(reads, env.database_url, env.database_schema, socket)

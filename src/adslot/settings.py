@@ -54,6 +54,9 @@ def _choice(env: dict[str, str], name: str, choices: tuple[str, ...]) -> str:
         raise SettingsError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
     return raw
 
+LEDGER_WRITERS = ("auto", "process", "worker")
+"""ADSLOT_LEDGER_WRITER's choices, the default first (ledger/stores.py's writer_for() resolves "auto")."""
+
 
 @dataclass(frozen=True)
 class EnvironmentSettings:
@@ -88,9 +91,10 @@ class Settings:
     batches_in_flight: int = 2
     """Write batches a worker may have sent before the first is committed: while the writer commits one,
     the next is already waiting in its pipe (measured: +15-30% pixel throughput over 1; 4 gained no more)."""
-    ledger_writer: str = "process"
+    ledger_writer: str = "auto"
     """Where each worker applies its ledger batches: "process" (a writer process of its own, so batch work
-    does not share the worker's GIL) or "thread" (a thread inside the worker)."""
+    does not share the worker's GIL), "worker" (in the worker itself: SQLite's in a thread, PostgreSQL's on
+    its event loop) or "auto" (the default: a process on SQLite, the worker on PostgreSQL; writer_for())."""
     ledger_socket_dir: Path | None = None
     """Set by `adslot serve --workers N` for its workers: where the one shared writer process of each
     environment listens (ledger/shared_writer.py), instead of a writer process per worker."""
@@ -178,7 +182,7 @@ def load_settings(
         batches_in_flight=_int(
             env, "ADSLOT_BATCHES_IN_FLIGHT", DEFAULTS.batches_in_flight, 1, MAX_BATCHES_IN_FLIGHT
         ),
-        ledger_writer=_choice(env, "ADSLOT_LEDGER_WRITER", ("process", "thread")),
+        ledger_writer=_choice(env, "ADSLOT_LEDGER_WRITER", LEDGER_WRITERS),
         ledger_socket_dir=Path(socket_dir) if (socket_dir := env.get("ADSLOT_LEDGER_SOCKET_DIR")) else None,
         ad_system_name=env.get("ADSLOT_AD_SYSTEM_NAME") or DEFAULTS.ad_system_name,
         settle_interval_seconds=_int(

@@ -218,7 +218,7 @@ async def workload(
     workers: int,
     tasks: int,
     operations: int,
-    ledger_writer: str = "thread",
+    ledger_writer: str = "worker",
     socket_dir: Path | None = None,
 ) -> collections.Counter[str]:
     """`workers` stores (each its own connection or pool and group committer, as worker processes have),

@@ -61,7 +61,7 @@ def test_a_batch_through_the_writer_process_answers_and_stores_what_the_store_it
         )
         return answers, (rows, db.counters(), db.stats())
 
-    in_worker = run("thread")
+    in_worker = run("worker")
     in_process = run("process")
     assert in_process == in_worker
     assert in_process[0][1][:3] == [
@@ -216,7 +216,7 @@ def test_get_many_answers_each_id_in_order_with_none_for_unknown_ones(db: Ledger
         finally:
             await store.close()
 
-    for writer in ("thread", "process"):
+    for writer in ("worker", "process"):
         db.clear()
         asyncio.run(scenario(writer))
 

@@ -25,6 +25,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from adslot.ledger.stores import writer_for
 from adslot.ledger.wire import SIZE
 from adslot.ledger.writer_process import READY, encode_database
 from adslot.settings import EnvironmentSettings, Settings
@@ -118,13 +119,20 @@ def _close(process: subprocess.Popen[bytes]) -> int:
         return process.wait()
 
 
+def in_processes(settings: Settings) -> list[EnvironmentSettings]:
+    """The environments whose ledger batches go to a writer process (writer_for()): the ones a shared
+    writer serves under several workers; the others' workers write to their database themselves."""
+    return [env for env in settings.environments if writer_for(env, settings.ledger_writer) == "process"]
+
+
 @contextlib.contextmanager
 def shared_writers(settings: Settings) -> Iterator[Path]:
-    """Run one shared writer per environment; yield the directory of their sockets for the workers."""
+    """Run one shared writer per environment that has writer processes (in_processes()); yield the directory
+    of their sockets for the workers."""
     socket_dir = Path(tempfile.mkdtemp(prefix="adslot-ledger-"))
     writers: list[SharedWriter] = []
     try:
-        for env in settings.environments:
+        for env in in_processes(settings):
             writer = SharedWriter(env, socket_path(socket_dir, env.name))
             writer.start()
             writers.append(writer)
