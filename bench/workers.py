@@ -129,7 +129,7 @@ def parse_args(argv: list[str]) -> WorkersOptions:
         type=parse_env_pair,
         default=[],
         metavar="ADSLOT_NAME=value",
-        help="extra setting for both adslot servers (repeatable), e.g. ADSLOT_LEDGER_WRITER=thread",
+        help="extra setting for both adslot servers (repeatable), e.g. ADSLOT_LEDGER_WRITER=worker",
     )
     p.add_argument("--out", type=Path, default=RESULTS, help="where workers.json and workers.md go")
     p.add_argument("--quick", action="store_true", help="smoke run: 2 s runs, 1 round, 500 uuids")
