@@ -54,6 +54,7 @@ def _choice(env: dict[str, str], name: str, choices: tuple[str, ...]) -> str:
         raise SettingsError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
     return raw
 
+
 LEDGER_WRITERS = ("auto", "process", "worker")
 """ADSLOT_LEDGER_WRITER's choices, the default first (ledger/stores.py's writer_for() resolves "auto")."""
 

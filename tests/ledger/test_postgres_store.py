@@ -16,8 +16,25 @@ import sqlalchemy as sa
 
 from adslot.environment import prepare_database
 from adslot.ledger.claims import Claim, Claims
-from adslot.ledger.postgres_store import WRITES, PostgresLedgerStore, update_arrays, update_sql, write_all
-from adslot.ledger.records import ISSUE_COLUMNS, AlreadyAnswered, Fire, Issue, Receipt, Release, Verdict
+from adslot.ledger.postgres_store import (
+    WRITES,
+    PostgresLedgerStore,
+    event_bits,
+    update_arrays,
+    update_sql,
+    write_all,
+)
+from adslot.ledger.records import (
+    EVENT_COLUMNS,
+    FIRE_BITS,
+    ISSUE_COLUMNS,
+    AlreadyAnswered,
+    Fire,
+    Issue,
+    Receipt,
+    Release,
+    Verdict,
+)
 from adslot.ledger.resolve import Current, RowChange
 from adslot.ledger.store import TIME_COLUMNS, LedgerStore
 from adslot.storage.database import asyncpg_dsn, make_engine
@@ -107,23 +124,38 @@ def test_there_are_few_enough_update_statements_for_asyncpgs_statement_cache() -
     assert update_sql.cache_info().currsize == 48, "and the unsettled ones checked against remembered states"
 
 
-def test_a_checked_update_goes_in_id_order_and_updates_only_rows_still_as_remembered() -> None:
+def test_a_checked_update_goes_in_id_order_and_updates_only_rows_whose_counted_events_are_as_remembered() -> (
+    None
+):
     low, high = uuid.UUID(int=1), uuid.UUID(int=2)
-    changes = [(high, _change(fired=1)), (low, _change(fired=1))]
-    sql, arrays = update_arrays(changes, {low: Current(0, fired=4), high: Current(0, fired=0)})
+    changes = [(high, _change(fired=0b1)), (low, _change(fired=0b1))]
+    # low: the start (0b100) and the inline impression (0b10) remembered; only the latter is checked.
+    sql, arrays = update_arrays(changes, {low: Current(0, fired=0b110), high: Current(0, fired=0)})
     assert sql.endswith(
-        "WHERE ad_requests.id = c.id AND ad_requests.fired = c.was AND ad_requests.settle_reason IS NULL "
-        "RETURNING 1"
+        "WHERE ad_requests.id = c.id AND (ad_requests.fired & c.mask) = c.was "
+        "AND ad_requests.settle_reason IS NULL RETURNING 1"
     )
-    assert arrays == [[1, 1], [low, high], [4, 0]]
+    assert arrays == [[1, 1], [low, high], [0b11, 0b11], [0b10, 0]]
+
+
+def test_the_checked_bits_are_both_layers_of_each_event_a_batch_counts_and_nothing_else() -> None:
+    for n, event in enumerate(EVENT_COLUMNS):
+        pair = 0b11 << 2 * n
+        assert event_bits(FIRE_BITS[event, "wrapper"]) == event_bits(FIRE_BITS[event, "inline"]) == pair
+    assert event_bits(0) == 0
+    every = sum(FIRE_BITS.values())
+    assert (
+        event_bits(FIRE_BITS["impression", "inline"] | FIRE_BITS["complete", "wrapper"]) == 0b11 | 0b11 << 10
+    )
+    assert event_bits(every) == every
 
 
 def test_a_checked_statement_ends_by_comparing_what_it_wrote_with_what_it_meant_to() -> None:
     update = update_sql(("impression_at",), False, True)
     sql = write_all((("update", update), ("answers", WRITES["answers"])), checked=True)
     assert sql.endswith(
-        "SELECT ledger_written((SELECT count(*) FROM written_update), $10, "
-        "(SELECT count(*) FROM written_answers), $11)"
+        "SELECT ledger_written((SELECT count(*) FROM written_update), $11, "
+        "(SELECT count(*) FROM written_answers), $12)"
     )
     insert = write_all((("insert", WRITES["insert"]),), checked=True)
     assert insert.endswith(
@@ -319,12 +351,23 @@ def test_a_batch_waiting_on_one_that_fails_resolves_on_what_was_committed(
     assert (row["impression_at"], row["start_at"], row["duplicate_count"]) == (PLAY, PLAY + 1, 0)
 
 
-def test_a_batch_waits_for_one_in_flight_on_the_same_ad_request_and_no_other(
+async def lock_waiters(store: PostgresLedgerStore) -> int:
+    assert store._pool is not None
+    return int(
+        await store._pool.fetchval(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        )
+    )
+
+
+def test_a_batch_waits_for_one_in_flight_on_the_same_event_of_an_ad_request_and_no_other(
     postgres_ledger: LedgerDatabase,
 ) -> None:
     """Another transaction holds one ad request's row, so this writer's impression on it stays in flight:
-    an impression on another ad request still commits, and a start on the held one is not even sent until
-    the impression ahead of it is done, then goes as its one checked statement."""
+    an impression on another ad request still commits, and the other VAST layer's impression on the held
+    one is not even sent until the one ahead of it is done, then goes as its one checked statement, an
+    echo of it."""
     held, other = record(), record()
 
     async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, seen: list[str]) -> None:
@@ -336,23 +379,78 @@ def test_a_batch_waits_for_one_in_flight_on_the_same_ad_request_and_no_other(
             blocked = asyncio.ensure_future(ours.apply([Fire(held.id, "impression", "wrapper", PLAY)]))
             free = await asyncio.wait_for(ours.apply([Fire(other.id, "impression", "wrapper", PLAY)]), 10)
             assert outcomes(free) == ["counted"]
-            after = asyncio.ensure_future(ours.apply([Fire(held.id, "start", "wrapper", PLAY + 1)]))
+            after = asyncio.ensure_future(ours.apply([Fire(held.id, "impression", "inline", PLAY + 1)]))
             await asyncio.sleep(0.3)
             assert not blocked.done() and not after.done()
-            waiting = await theirs._pool.fetchval(
-                "SELECT count(*) FROM pg_stat_activity "
-                "WHERE wait_event_type = 'Lock' AND datname = current_database()"
-            )
-            assert waiting == 1, "the start waits in the writer, not in the database"
+            assert await lock_waiters(theirs) == 1, "the echo waits in the writer, not in the database"
         assert outcomes(await asyncio.wait_for(blocked, 10)) == ["counted"]
-        assert outcomes(await asyncio.wait_for(after, 10)) == ["counted"]
+        assert outcomes(await asyncio.wait_for(after, 10)) == ["echo"]
         assert len(seen) == 3 and not any("FOR UPDATE" in q for q in seen), seen
 
     postgres_ledger.clear()
     two_nodes(postgres_ledger, scenario)
     rows = postgres_ledger.rows()
-    assert (rows[held.id]["impression_at"], rows[held.id]["start_at"]) == (PLAY, PLAY + 1)
+    assert (rows[held.id]["impression_at"], rows[held.id]["fired"]) == (PLAY, 0b11)
     assert rows[other.id]["impression_at"] == PLAY
+
+
+def test_batches_in_flight_on_other_events_of_one_ad_request_go_at_once_and_each_counts_in_one_statement(
+    postgres_ledger: LedgerDatabase,
+) -> None:
+    """A player's impression and start, a moment apart, in two batches: neither waits for the other in the
+    writer (both wait on the held row in the database), both commit in their one checked statement, and
+    the writer remembers both fires."""
+    held = record()
+
+    async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, seen: list[str]) -> None:
+        await ours.apply([Issue(held)])
+        seen.clear()
+        assert theirs._pool is not None
+        async with theirs._pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT 1 FROM ad_requests WHERE id = $1 FOR UPDATE", held.id)
+            first = asyncio.ensure_future(ours.apply([Fire(held.id, "impression", "wrapper", PLAY)]))
+            second = asyncio.ensure_future(ours.apply([Fire(held.id, "start", "wrapper", PLAY + 1)]))
+            await asyncio.sleep(0.3)
+            assert not first.done() and not second.done()
+            assert await lock_waiters(theirs) == 2, "both are in the database, waiting on the row"
+        assert outcomes(await asyncio.wait_for(first, 10)) == ["counted"]
+        assert outcomes(await asyncio.wait_for(second, 10)) == ["counted"]
+        assert len(seen) == 2 and not any("FOR UPDATE" in q for q in seen), "neither went again"
+        seen.clear()
+        repeats = [
+            Fire(held.id, "impression", "wrapper", PLAY + 2),
+            Fire(held.id, "start", "wrapper", PLAY + 2),
+        ]
+        assert outcomes(await ours.apply(repeats)) == ["duplicate", "duplicate"]
+        assert len(seen) == 1 and "FOR UPDATE" not in seen[0], "both fires remembered"
+
+    postgres_ledger.clear()
+    two_nodes(postgres_ledger, scenario)
+    row = postgres_ledger.rows()[held.id]
+    assert (row["impression_at"], row["start_at"], row["fired"], row["duplicate_count"]) == (
+        PLAY,
+        PLAY + 1,
+        0b101,
+        2,
+    )
+
+
+def test_a_fire_of_another_event_another_node_counted_meanwhile_does_not_make_a_batch_go_again(
+    postgres_ledger: LedgerDatabase,
+) -> None:
+    made = record()
+
+    async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, seen: list[str]) -> None:
+        await ours.apply([Issue(made)])
+        assert outcomes(await theirs.apply([Fire(made.id, "start", "wrapper", PLAY)])) == ["counted"]
+        seen.clear()
+        assert outcomes(await ours.apply([Fire(made.id, "impression", "wrapper", PLAY + 1)])) == ["counted"]
+        assert len(seen) == 1 and "FOR UPDATE" not in seen[0], seen
+
+    postgres_ledger.clear()
+    two_nodes(postgres_ledger, scenario)
+    row = postgres_ledger.rows()[made.id]
+    assert (row["impression_at"], row["start_at"], row["fired"]) == (PLAY + 1, PLAY, 0b101)
 
 
 def test_a_fire_another_node_counted_meanwhile_is_a_duplicate_and_the_rest_of_the_batch_counts_once(

@@ -57,6 +57,39 @@ def test_committed_states_are_found_and_the_rest_must_be_read() -> None:
     assert found == {A: state(impression_at=7, fired=1)} and missing == [B]
 
 
+def test_a_merged_commit_adds_its_change_to_what_a_batch_committed_meanwhile() -> None:
+    """Two batches resolved on the same remembered state, each counting its own event: the one remembered
+    second must not take back the first one's fire."""
+    memory = Remembered()
+    memory.commit({}, {}, [(A, state())])
+    (resolved_on,), _ = memory.states([A])
+    memory.commit({A: resolved_on}, {A: RowChange(set_times={"impression_at": 7}, fired=1)}, [], merge=True)
+    memory.commit({A: resolved_on}, {A: RowChange(set_times={"start_at": 8}, fired=4)}, [], merge=True)
+    found, _ = memory.states([A])
+    assert found[A] == state(impression_at=7, start_at=8, fired=5)
+
+
+def test_an_unmerged_commit_remembers_the_state_it_was_given_with_its_change() -> None:
+    """A batch that read and locked its rows knows them as committed: that is what it remembers."""
+    memory = Remembered()
+    memory.commit({}, {}, [(A, state(fired=1, impression_at=7))])
+    memory.commit({A: state()}, {A: RowChange(set_times={"start_at": 8}, fired=4)}, [])
+    found, _ = memory.states([A])
+    assert found[A] == state(start_at=8, fired=4)
+
+
+def test_a_merged_commit_on_a_forgotten_row_remembers_the_state_it_was_given_with_its_change() -> None:
+    memory = Remembered()
+    memory.commit(
+        {A: state(fired=1, impression_at=7)},
+        {A: RowChange(set_times={"start_at": 8}, fired=4)},
+        [],
+        merge=True,
+    )
+    found, _ = memory.states([A])
+    assert found[A] == state(impression_at=7, start_at=8, fired=5)
+
+
 def test_another_writers_commit_makes_it_forget_everything() -> None:
     memory = Remembered()
     memory.check(1)

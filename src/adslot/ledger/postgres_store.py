@@ -18,17 +18,20 @@ Like SQLite's, the writer remembers the state of the ad requests it wrote (remem
 node may change any of them at any time, so the memory is never trusted, only checked: a batch whose fires
 all name remembered, unsettled ad requests, with no release, sweep or reservation (recall()), is resolved on
 the memory and sent as ONE statement outside an explicit transaction (PostgreSQL commits it durably before
-it answers), whose UPDATE changes each row only where its fired bits are still the remembered ones and which
-fails as a whole, through migration 0008's ledger_written(), when a row was left out; the writer then
-forgets those ad requests and applies the batch again as above. A batch of pixels or of uncapped ad
-requests is then one round trip instead of four or three, and no row lock is written before its update.
+it answers), whose UPDATE changes each row only where the fired bits of the events it counts there are
+still the remembered ones and which fails as a whole, through migration 0008's ledger_written(), when a row
+was left out; the writer then forgets those ad requests and applies the batch again as above. A batch of
+pixels or of uncapped ad requests is then one round trip instead of four or three, and no row lock is
+written before its update.
 
-The writer runs batches in concurrent lanes (writer_process.py), and a player's quartiles, fired a moment
-apart, often land in two batches in flight at once. A batch that names an ad request a batch ahead of it
-names waits for that one to finish before it is resolved (_Ordered), so it resolves on what that one
-committed: resolved on the memory from before, its check failed once the first committed (or, sent to the
-database first, it made the first one's fail) and it went again, read and locked. Measured on a PostgreSQL
-tracking run: about one batch in ten. Batches on other ad requests do not wait.
+Several batches are in flight at once (the worker's group commit, or the writer process's lanes), and a
+player's quartiles, fired a moment apart, often land in two of them. Each checks only the bits of its own
+events, so the two commit in either order (the row lock orders them in the database) and each is remembered
+onto what the other left (Remembered.commit's merge). A batch that names the same event of an ad request as
+a batch ahead of it (a retry, the other VAST layer's fire) waits for that one to finish before it is
+resolved (_Ordered): resolved on the memory from before, its check would fail once the first committed and
+it would go again, read and locked. Until the check was narrowed to a batch's own events, every batch on an
+ad request waited so, and a tracking run's batches mostly went one at a time.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import cache
 
@@ -46,6 +49,7 @@ from adslot.ledger.claims import closes_at
 from adslot.ledger.records import (
     ANSWER_SLOTS,
     COLUMNS,
+    EVENT_COLUMNS,
     ISSUE_COLUMNS,
     AdRequest,
     AlreadyAnswered,
@@ -115,8 +119,12 @@ def update_sql(columns: tuple[str, ...], counters: bool, expected: bool = False)
     and COALESCEs for every row. The few combinations batches have are built (and prepared) once each.
 
     `expected`: a batch on remembered ad requests, which locked nothing before: each row is updated only if
-    its fired bits are still the remembered ones (`was`) and it is still unsettled, and every updated row is
-    returned, for write_all()'s check that none was left out."""
+    it is still unsettled and the fired bits of the events this batch counts on it (`mask`) are still the
+    remembered ones (`was`), and every updated row is returned, for write_all()'s check that none was left
+    out. Only those bits: they are all that the batch's verdicts on the row were decided on (counted or
+    echo; a duplicate's bit, once set, is never cleared), so a fire of another event that another batch
+    or node committed meanwhile fails nothing, and two batches in flight on one ad request, each counting
+    its own quartile, both commit in whichever order they reach it."""
     sets = [coalesce_set(columns, "c.{c}")]
     names = list(columns)
     types = [_TYPES[c] for c in columns]
@@ -129,9 +137,9 @@ def update_sql(columns: tuple[str, ...], counters: bool, expected: bool = False)
     types += ["int", "uuid"]
     where = "ad_requests.id = c.id"
     if expected:
-        names.append("was")
-        types.append("int")
-        where += " AND ad_requests.fired = c.was AND ad_requests.settle_reason IS NULL RETURNING 1"
+        names += ["mask", "was"]
+        types += ["int", "int"]
+        where += " AND (ad_requests.fired & c.mask) = c.was AND ad_requests.settle_reason IS NULL RETURNING 1"
     arrays = ", ".join(f"${i + 1}::{t}[]" for i, t in enumerate(types))
     return (
         f"UPDATE ad_requests SET {set_items(*sets)} FROM unnest({arrays}) "
@@ -165,8 +173,21 @@ def update_arrays(
         arrays += [[c.duplicates for _, c in changes], [c.late for _, c in changes]]
     arrays += [[c.fired for _, c in changes], [ident for ident, _ in changes]]
     if expected is not None:
-        arrays.append([expected[ident].fired for ident, _ in changes])
+        masks = [event_bits(change.fired) for _, change in changes]
+        arrays.append([mask for mask in masks])  # a list[object], as arrays holds
+        arrays.append([expected[ident].fired & mask for (ident, _), mask in zip(changes, masks, strict=True)])
     return update_sql(columns, counters, expected is not None), arrays
+
+
+_FIRST_LAYER = sum(1 << (2 * n) for n in range(len(EVENT_COLUMNS)))
+"""Each event's first-layer bit in `fired` (records.FIRE_BITS: event n, layer k at bit 2n + k)."""
+
+
+def event_bits(fired: int) -> int:
+    """Both layers' bits of every event that has a bit in `fired`: what a first fire's verdict (counted
+    or echo) depends on."""
+    events = (fired | fired >> 1) & _FIRST_LAYER
+    return events | events << 1
 
 
 def _by_id(item: tuple[uuid.UUID, RowChange]) -> int:
@@ -387,21 +408,34 @@ def admitted(batch: Batch) -> list[tuple[uuid.UUID, Current]]:
     return [(record.id, issued(record, claims)) for record, claims in batch.admitted]
 
 
+_EVENT_INDEX = {event: n for n, event in enumerate(EVENT_COLUMNS)}
+
+
+def order_keys(batch: Batch) -> set[int]:
+    """What `batch` waits for in _Ordered: each (ad request, event) its fires name, and every event of an ad
+    request it releases (a release settles the row, which every fire's check reads)."""
+    index = _EVENT_INDEX
+    keys = {fire.ad_request_id.int << 3 | index[fire.event] for fire in batch.fires}
+    for release in batch.releases:
+        base = release.ad_request_id.int << 3
+        keys.update(base | n for n in index.values())
+    return keys
+
+
 class _Ordered:
-    """Each ad request's latest batch in flight, for a batch naming it to wait for (see the module's
-    docstring). A batch takes its place before it waits, so three batches on one ad request go one after
-    the other, and it waits only for batches taken before it: no cycle, no deadlock."""
+    """Each (ad request, event)'s latest batch in flight (order_keys()), for a batch naming it to wait for
+    (see the module's docstring). A batch takes its place before it waits, so three batches on one key go
+    one after the other, and it waits only for batches taken before it: no cycle, no deadlock."""
 
     def __init__(self) -> None:
         self._latest: dict[int, asyncio.Future[None]] = {}
 
     @asynccontextmanager
-    async def turn(self, ids: Sequence[uuid.UUID]) -> AsyncIterator[None]:
+    async def turn(self, keys: Iterable[int]) -> AsyncIterator[None]:
         latest = self._latest
         mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         ahead = set()
-        for ident in ids:
-            key = ident.int
+        for key in keys:
             before = latest.get(key)
             if before is not None:
                 ahead.add(before)
@@ -412,8 +446,7 @@ class _Ordered:
             yield
         finally:
             mine.set_result(None)
-            for ident in ids:
-                key = ident.int
+            for key in keys:
                 if latest.get(key) is mine:
                     del latest[key]
 
@@ -486,7 +519,7 @@ class PostgresLedgerStore:
         assert pool is not None, "store not started"
         batch = Batch.of(operations)
         ids = batch.named_ids()
-        async with self._ordered.turn(ids):
+        async with self._ordered.turn(order_keys(batch)):
             if recall(batch, memory, ids):
                 try:
                     async with pool.acquire() as conn:
@@ -495,7 +528,7 @@ class PostgresLedgerStore:
                     memory.drop(ids)
                     batch = Batch.of(operations)
                 else:
-                    memory.commit(batch.current, batch.changes, admitted(batch))
+                    memory.commit(batch.current, batch.changes, admitted(batch), merge=True)
                     return result
             async with pool.acquire() as conn, conn.transaction():
                 result = await _apply(conn, batch, receipts)

@@ -130,11 +130,19 @@ class Remembered:
         states: dict[uuid.UUID, Current],
         changes: dict[uuid.UUID, RowChange],
         admitted: Iterable[tuple[uuid.UUID, Current]],
+        *,
+        merge: bool = False,
     ) -> None:
         """After a COMMIT: remember what it left, each row now the newest.
 
         `states` are the batch's states as states() gave them (or the database, for the ids it did not
-        remember), so a remembered one that no change altered is kept as it is."""
+        remember), so a remembered one that no change altered is kept as it is.
+
+        `merge`: the changes go onto the row as remembered now rather than onto `states`, for a batch that
+        was resolved on the memory while others on the same ad requests were in flight (PostgreSQL's
+        unlocked statement): what those committed meanwhile stays remembered. A change only adds to a row
+        (fired bits, times and settlement set once), so the order the two are remembered in does not
+        matter."""
         rows = self._rows
         share = self._share
         change_of = changes.get
@@ -143,7 +151,8 @@ class Remembered:
             row = rows.pop(key, None)
             change = change_of(ident)
             if _alters(change):
-                rows[key] = share(_row_after(state, change))
+                base = _state(row) if merge and row is not None else state
+                rows[key] = share(_row_after(base, change))
             else:
                 # What `state` was read from: unchanged (every repeat), the remembered row stays.
                 rows[key] = row if row is not None else share(tuple(state))
