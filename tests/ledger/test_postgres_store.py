@@ -38,6 +38,7 @@ from adslot.ledger.records import (
 from adslot.ledger.resolve import Current, RowChange
 from adslot.ledger.store import TIME_COLUMNS, LedgerStore
 from adslot.storage.database import asyncpg_dsn, make_engine
+from adslot.storage.failures import OutcomeUnknown, unavailable
 from adslot.storage.tables import delivery_counters
 from tests.conftest import drop_schemas, free_port, make_settings
 from tests.ledger.stores import PLAY, LedgerDatabase, record
@@ -516,3 +517,65 @@ def test_a_resent_frame_committed_before_is_refused_by_the_unlocked_statement_an
     two_nodes(postgres_ledger, scenario)
     row = postgres_ledger.rows()[made.id]
     assert (row["impression_at"], row["duplicate_count"]) == (PLAY, 0)
+
+
+async def terminate_the_waiting_backend(store: PostgresLedgerStore) -> None:
+    """End the one session waiting on a row lock (ours, held up by another transaction), as a server
+    restart or a network cut would."""
+    assert store._pool is not None
+    for _ in range(100):
+        ended = await store._pool.fetchval(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        )
+        if ended:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("no session waited on the lock")
+
+
+def test_a_write_whose_connection_dies_while_it_may_commit_is_an_outcome_unknown(
+    postgres_ledger: LedgerDatabase,
+) -> None:
+    """The fire's one statement is in the database when its session ends: the store cannot know whether it
+    committed, so it says so (a 503 the player retries; the group committer does not apply it again)."""
+    made = record()
+
+    async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, _: list[str]) -> None:
+        await ours.apply([Issue(made)])
+        assert theirs._pool is not None
+        async with theirs._pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT 1 FROM ad_requests WHERE id = $1 FOR UPDATE", made.id)
+            fire = asyncio.ensure_future(ours.apply([Fire(made.id, "impression", "wrapper", PLAY)]))
+            await terminate_the_waiting_backend(theirs)
+            with pytest.raises(OutcomeUnknown):
+                await asyncio.wait_for(fire, 10)
+        assert outcomes(await ours.apply([Fire(made.id, "impression", "wrapper", PLAY + 1)])) == ["counted"]
+
+    postgres_ledger.clear()
+    two_nodes(postgres_ledger, scenario)
+    assert postgres_ledger.rows()[made.id]["impression_at"] == PLAY + 1, "the ended statement wrote nothing"
+
+
+def test_a_batch_whose_connection_dies_before_its_commit_is_unavailable_and_not_unknown(
+    postgres_ledger: LedgerDatabase,
+) -> None:
+    """A release reads and locks its row first: its session ending there left nothing committed, so it is
+    a plain outage, whose operations may be applied again."""
+    made = record()
+
+    async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, _: list[str]) -> None:
+        await ours.apply([Issue(made)])
+        assert theirs._pool is not None
+        async with theirs._pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT 1 FROM ad_requests WHERE id = $1 FOR UPDATE", made.id)
+            release = asyncio.ensure_future(ours.apply([Release(made.id, made.account_id, PLAY - 10)]))
+            await terminate_the_waiting_backend(theirs)
+            with pytest.raises(Exception) as failed:
+                await asyncio.wait_for(release, 10)
+        assert unavailable(failed.value) and not isinstance(failed.value, OutcomeUnknown), failed.value
+        assert outcomes(await ours.apply([Release(made.id, made.account_id, PLAY - 9)])) == ["released"]
+
+    postgres_ledger.clear()
+    two_nodes(postgres_ledger, scenario)
+    assert postgres_ledger.rows()[made.id]["settle_reason"] == "released"

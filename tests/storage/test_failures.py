@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from adslot.ledger.wire import WireError, decode_verdicts
 from adslot.ledger.writer_rules import failure
-from adslot.storage.failures import LedgerUnavailable, unavailable
+from adslot.storage.failures import LedgerUnavailable, connection_lost, unavailable
 from tests.conftest import require_postgres
 
 
@@ -113,7 +113,8 @@ def test_a_postgresql_connection_the_server_ended_is_unavailable() -> None:
             await admin.close()
             victim.terminate()
 
-    assert unavailable(asyncio.run(ended()))
+    error = asyncio.run(ended())
+    assert unavailable(error) and connection_lost(error)
 
 
 def test_asyncpgs_broken_protocol_state_after_a_terminated_backend_is_unavailable() -> None:
@@ -140,3 +141,17 @@ def test_a_postgresql_statement_error_is_a_bug_not_an_outage() -> None:
     error = asyncio.run(wrong())
     assert error.sqlstate == "42P01"  # type: ignore[attr-defined]
     assert not unavailable(error)
+
+
+def test_only_a_connection_that_went_away_is_lost_not_a_database_that_refused_or_is_busy(
+    tmp_path: Path,
+) -> None:
+    """A lost connection is an outage whose statement in flight may have committed; a deadlock or a full
+    disk is an outage whose statement was refused; a bug is neither."""
+    assert connection_lost(ConnectionResetError()) and connection_lost(asyncpg.ConnectionDoesNotExistError())
+    assert connection_lost(asyncpg.AdminShutdownError()) and connection_lost(asyncpg.ConnectionFailureError())
+    refused = [asyncpg.DeadlockDetectedError(), asyncpg.DiskFullError(), asyncpg.SerializationError()]
+    assert all(unavailable(e) and not connection_lost(e) for e in refused)
+    locked = sqlite_error(tmp_path, "INSERT INTO t VALUES (1)", lock_first=True)
+    assert unavailable(locked) and not connection_lost(locked)
+    assert not connection_lost(asyncpg.UniqueViolationError()) and not connection_lost(ValueError())

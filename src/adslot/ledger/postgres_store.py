@@ -82,6 +82,7 @@ from adslot.ledger.store import (
     issue_values,
     set_items,
 )
+from adslot.storage.failures import OutcomeUnknown, connection_lost
 
 SELECT = SELECT_ONE + "$1"
 SELECT_MANY = SELECT_ONE.replace("WHERE id = ", "WHERE id = ANY($1::uuid[])")
@@ -395,13 +396,23 @@ async def _apply_recalled(
             await conn.fetchval(write_all(parts, checked=True), *args, len(batch.row_changes()), len(answers))
         except asyncpg.DeadlockDetectedError as exc:
             raise StaleMemory("a concurrent batch took the same rows in another order") from exc
-        except asyncpg.PostgresError as exc:
-            if exc.sqlstate == STALE:
+        except Exception as exc:
+            sqlstate = getattr(exc, "sqlstate", None)
+            if sqlstate == STALE:
                 raise StaleMemory(str(exc)) from exc
-            if exc.sqlstate == ANSWERED:
+            if sqlstate == ANSWERED:
                 raise AlreadyAnswered("a resent ledger frame was committed before") from exc
+            _unknown_if_lost(exc)
             raise
     return verdicts, [row[-1] for row in answers]
+
+
+def _unknown_if_lost(exc: Exception) -> None:
+    """For a write that failed while it may have been committing: raise OutcomeUnknown when its connection
+    went away (the server may have committed it), so that the group committer never applies its operations
+    again (an ad request inserted twice, a fire answered as its own duplicate)."""
+    if connection_lost(exc):
+        raise OutcomeUnknown(f"the connection went away during a write: {type(exc).__name__}: {exc}") from exc
 
 
 def admitted(batch: Batch) -> list[tuple[uuid.UUID, Current]]:
@@ -530,7 +541,14 @@ class PostgresLedgerStore:
                 else:
                     memory.commit(batch.current, batch.changes, admitted(batch), merge=True)
                     return result
-            async with pool.acquire() as conn, conn.transaction():
-                result = await _apply(conn, batch, receipts)
+            committing = False
+            try:
+                async with pool.acquire() as conn, conn.transaction():
+                    result = await _apply(conn, batch, receipts)
+                    committing = True  # what fails from here on is the COMMIT
+            except Exception as exc:
+                if committing:
+                    _unknown_if_lost(exc)
+                raise
             memory.commit(batch.current, batch.changes, admitted(batch))
             return result

@@ -54,7 +54,7 @@ def unavailable(exc: BaseException) -> bool:
 
 
 def _passing(exc: BaseException) -> bool:
-    if isinstance(exc, LedgerUnavailable | OSError):  # OSError: refused, reset, timed out, unreachable
+    if isinstance(exc, LedgerUnavailable):
         return True
     if isinstance(exc, sqlite3.Error):
         name = getattr(exc, "sqlite_errorname", None) or ""
@@ -62,6 +62,22 @@ def _passing(exc: BaseException) -> bool:
         return primary in _SQLITE
     if isinstance(exc, asyncpg.PostgresError):
         return str(getattr(exc, "sqlstate", ""))[:2] in _POSTGRES_CLASSES
+    return connection_lost(exc)
+
+
+_SERVER_GONE = frozenset({"57P01", "57P02", "57P03"})
+"""SQLSTATEs of a server ending the session: admin shutdown (a terminated backend), crash, not accepting."""
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether `exc` says the connection to PostgreSQL went away, rather than the database refusing a
+    statement: a statement sent on it may or may not have been committed (ledger stores then answer
+    OutcomeUnknown for a write that was in flight)."""
+    if isinstance(exc, OSError):  # refused, reset, timed out, unreachable
+        return True
+    if isinstance(exc, asyncpg.PostgresError):
+        sqlstate = str(getattr(exc, "sqlstate", ""))
+        return sqlstate[:2] == "08" or sqlstate in _SERVER_GONE
     if isinstance(exc, asyncpg.InterfaceError):
         message = str(exc)
         return "closed" in message or "closing" in message  # the connection or the pool went away
