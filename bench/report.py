@@ -467,11 +467,12 @@ def markdown(report: Report) -> str:
     if any(row.bare.cpu_us and row.adslot.cpu_us for row in report.rows):
         out += [
             "CPU per request, µs (user + system, from /proc, medians over rounds): the server's worker "
-            "processes, its ledger writer process, the machine's PostgreSQL server processes (busy only for "
-            "the server under load) and wrk, which shares the CPUs. Machine busy is the share of all CPUs' "
-            "time not idle during the run. all, bare ÷ adslot is the ratio the two would reach if each kept "
-            "the machine equally busy: unlike req/s it does not depend on how much of the machine each run "
-            "kept busy, though it moves with the CPU's speed from round to round.",
+            "processes, its ledger writer process (on PostgreSQL, by default, none: each worker writes to "
+            "the database itself, and that CPU is the worker's), the machine's PostgreSQL server processes "
+            "(busy only for the server under load) and wrk, which shares the CPUs. Machine busy is the share "
+            "of all CPUs' time not idle during the run. all, bare ÷ adslot is the ratio the two would reach "
+            "if each kept the machine equally busy: unlike req/s it does not depend on how much of the "
+            "machine each run kept busy, though it moves with the CPU's speed from round to round.",
             "",
             cpu_table(report.rows),
             "",

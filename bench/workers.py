@@ -66,6 +66,14 @@ ONE, TWO = "1 worker", "2 workers"
 WORKERS = {ONE: 1, TWO: 2}
 
 
+WRITERS = {
+    "auto": "auto (SQLite: one writer process shared by the workers; PostgreSQL: each worker writes itself)",
+    "process": "a writer process (one shared by the workers)",
+    "worker": "each worker writes itself",
+}
+"""ADSLOT_LEDGER_WRITER's choices as the report says them."""
+
+
 @dataclass(frozen=True)
 class WorkersOptions:
     duration: int
@@ -389,7 +397,7 @@ def markdown(result: WorkersReport) -> str:
         *report.machine_lines(m),
         f"wrk: {c.threads} threads, {c.connections} connections, {c.duration_s} s per run, "
         f"{c.rounds} round(s) (1 and 2 workers interleaved), medians over rounds; "
-        f"ledger writer: {c.ledger_writer}.",
+        f"ledger writer: {WRITERS.get(c.ledger_writer, c.ledger_writer)}.",
         "",
         table(result.rows),
         "",
