@@ -8,7 +8,8 @@
 Starts adslot on SQLite, or on PostgreSQL in fresh schemas with `--postgres` (set up through the CLI, as
 `python -m bench` does), makes real ad requests, drives one scenario with wrk and records, at a low rate so as
 not to slow what it measures: the worker's thread while it holds the GIL (`py-spy --gil`: the time the worker
-is busy, including its socket system calls) and the ledger writer process (busy samples only). Each sample is
+is busy, including its socket system calls) and the ledger writer process, where there is one (busy
+samples only; on PostgreSQL the worker applies its batches itself, ADSLOT_LEDGER_WRITER=auto). Each sample is
 put in a bucket by the code it is in; a bucket's share of the samples, divided by the requests served while
 recording, is its microseconds per request.
 
@@ -70,6 +71,13 @@ def _line_of(text: str) -> int:
     return -1
 
 
+ASYNCPG: Rule = ("asyncpg: statements out, rows in (PostgreSQL)", lambda f: "asyncpg/" in f)
+RULES: Rule = (
+    "Proof-of-Play rules and batch plan (resolve.py, store.py)",
+    lambda f: "resolve.py" in f or "/store.py" in f,
+)
+"""In the writer process's samples, and in the worker's where it applies its batches itself (PostgreSQL's
+default, ADSLOT_LEDGER_WRITER=auto)."""
 WORKER_BUCKETS: list[Rule] = [
     ("VAST building (vast/)", lambda f: "adslot/vast/" in f),
     (
@@ -83,7 +91,9 @@ WORKER_BUCKETS: list[Rule] = [
         lambda f: any(m in f for m in ("/decision/", "/serving/", "claims.py", "budget.py")),
     ),
     ("authentication (key hash lookup)", lambda f: "/auth" in f),
-    ("ledger read (SQLite point lookup)", lambda f: "sqlite_store.py" in f or "postgres_store.py" in f),
+    ASYNCPG,
+    RULES,
+    ("ledger store: point reads (and PostgreSQL's batches)", lambda f: "_store.py" in f),
     (
         "handlers: validation, uuid, reply encoding",
         lambda f: (
@@ -101,12 +111,9 @@ WRITER_BUCKETS: list[Rule] = [
         "BEGIN IMMEDIATE (SQLite's write lock)",
         lambda f: f"sqlite_store.py:{_line_of('BEGIN IMMEDIATE')})" in f,
     ),
-    ("asyncpg: statements out, rows in (PostgreSQL)", lambda f: "asyncpg/" in f),
+    ASYNCPG,
     ("reads: state of the named ad requests", lambda f: "_read_current" in f or "current_of" in f),
-    (
-        "Proof-of-Play rules and batch plan (resolve.py, store.py)",
-        lambda f: "resolve.py" in f or "/store.py" in f,
-    ),
+    RULES,
     (
         "writes: UPDATE/INSERT ad_requests (fired bits too), counters, stats",
         lambda f: ("sqlite_store.py" in f or "postgres_store.py" in f) and "_apply " in f,

@@ -36,7 +36,7 @@ def test_profile_prints_a_microsecond_budget_for_the_worker_and_its_ledger_write
 
 
 @pytest.mark.timeout(900)
-def test_profile_on_postgresql_adds_the_server_processes_cpu_and_drops_its_schemas() -> None:
+def test_profile_on_postgresql_adds_the_server_and_the_workers_own_batches_and_drops_its_schemas() -> None:
     require_wrk()
     url = require_postgres()
     before = _bench_schemas(url)
@@ -44,13 +44,17 @@ def test_profile_on_postgresql_adds_the_server_processes_cpu_and_drops_its_schem
         "bench.profile", "--scenario", "impression", "--seconds", "2", "--postgres", url, timeout=840
     )
     assert re.search(r"### impression: adslot \(PostgreSQL, 1 worker\), [\d,]+ req/s", stdout)
-    assert "asyncpg: statements out, rows in (PostgreSQL)" in stdout
+    worker = stdout.split("| worker thread, GIL held", 1)[1].split("| **total**", 1)[0]
+    assert re.search(r"\| asyncpg: statements out, rows in \(PostgreSQL\) \| [\d.]+ \|", worker), stdout
+    assert "ledger writer process" not in stdout, "PostgreSQL's batches are the worker's own"
     cpu = dict(
         re.findall(
-            r"\| (PostgreSQL server processes|ledger writer) \| [\d.]+ \| [\d.]+ \| ([\d.]+) \|", stdout
+            r"\| (PostgreSQL server processes|ledger writer|uvicorn worker) "
+            r"\| [\d.]+ \| [\d.]+ \| ([\d.]+) \|",
+            stdout,
         )
     )
-    assert set(cpu) == {"PostgreSQL server processes", "ledger writer"}, stdout
+    assert set(cpu) == {"PostgreSQL server processes", "uvicorn worker"}, stdout
     assert all(float(total) > 0 for total in cpu.values()), stdout
     assert _bench_schemas(url) == before
 
