@@ -67,7 +67,7 @@ WORKERS = {ONE: 1, TWO: 2}
 
 
 WRITERS = {
-    "auto": "auto (SQLite: one writer process shared by the workers; PostgreSQL: each worker writes itself)",
+    "auto": "auto (a writer process, shared by several workers; a lone PostgreSQL worker writes itself)",
     "process": "a writer process (one shared by the workers)",
     "worker": "each worker writes itself",
 }

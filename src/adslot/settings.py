@@ -95,7 +95,8 @@ class Settings:
     ledger_writer: str = "auto"
     """Where each worker applies its ledger batches: "process" (a writer process of its own, so batch work
     does not share the worker's GIL), "worker" (in the worker itself: SQLite's in a thread, PostgreSQL's on
-    its event loop) or "auto" (the default: a process on SQLite, the worker on PostgreSQL; writer_for())."""
+    its event loop) or "auto" (the default: a process on SQLite and under several workers, else the worker
+    on PostgreSQL; writer_for())."""
     ledger_socket_dir: Path | None = None
     """Set by `adslot serve --workers N` for its workers: where the one shared writer process of each
     environment listens (ledger/shared_writer.py), instead of a writer process per worker."""

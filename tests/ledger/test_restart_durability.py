@@ -95,7 +95,6 @@ def test_sigkills_of_the_shared_writer_under_two_workers_lose_and_double_count_n
     server, key, settings = served
     acked = Acked()
     rng = random.Random(20261124)
-    server.environ["ADSLOT_LEDGER_WRITER"] = "process"  # PostgreSQL's workers would have none by default
     server.start(workers=2)
     killed: list[int] = []
 

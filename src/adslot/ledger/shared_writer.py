@@ -120,9 +120,10 @@ def _close(process: subprocess.Popen[bytes]) -> int:
 
 
 def in_processes(settings: Settings) -> list[EnvironmentSettings]:
-    """The environments whose ledger batches go to a writer process (writer_for()): the ones a shared
-    writer serves under several workers; the others' workers write to their database themselves."""
-    return [env for env in settings.environments if writer_for(env, settings.ledger_writer) == "process"]
+    """The environments whose ledger batches go to a writer process under several workers (writer_for()):
+    the ones a shared writer serves; the others' workers write to their database themselves."""
+    choice = settings.ledger_writer
+    return [env for env in settings.environments if writer_for(env, choice, shared=True) == "process"]
 
 
 @contextlib.contextmanager
