@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
 from itertools import combinations
 
 import pytest
@@ -282,6 +283,25 @@ def outcomes(verdicts: list[Verdict]) -> list[str]:
     return [v.outcome for v in verdicts]
 
 
+WAITING_ON_A_LOCK = "FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+"""The sessions of this database waiting on a lock: a test's own, held up by row_held()."""
+
+
+@asynccontextmanager
+async def row_held(store: PostgresLedgerStore, ident: uuid.UUID) -> AsyncIterator[None]:
+    """Another node's transaction holding the ad request's row lock, so whatever this writer sends on it
+    waits in the database until the block ends."""
+    assert store._pool is not None
+    async with store._pool.acquire() as conn, conn.transaction():
+        await conn.execute("SELECT 1 FROM ad_requests WHERE id = $1 FOR UPDATE", ident)
+        yield
+
+
+async def lock_waiters(store: PostgresLedgerStore) -> int:
+    assert store._pool is not None
+    return int(await store._pool.fetchval(f"SELECT count(*) {WAITING_ON_A_LOCK}"))
+
+
 def test_fires_on_remembered_ad_requests_are_one_statement_that_locks_nothing_first(
     postgres_ledger: LedgerDatabase,
 ) -> None:
@@ -352,16 +372,6 @@ def test_a_batch_waiting_on_one_that_fails_resolves_on_what_was_committed(
     assert (row["impression_at"], row["start_at"], row["duplicate_count"]) == (PLAY, PLAY + 1, 0)
 
 
-async def lock_waiters(store: PostgresLedgerStore) -> int:
-    assert store._pool is not None
-    return int(
-        await store._pool.fetchval(
-            "SELECT count(*) FROM pg_stat_activity "
-            "WHERE wait_event_type = 'Lock' AND datname = current_database()"
-        )
-    )
-
-
 def test_a_batch_waits_for_one_in_flight_on_the_same_event_of_an_ad_request_and_no_other(
     postgres_ledger: LedgerDatabase,
 ) -> None:
@@ -374,9 +384,7 @@ def test_a_batch_waits_for_one_in_flight_on_the_same_event_of_an_ad_request_and_
     async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, seen: list[str]) -> None:
         await ours.apply([Issue(held), Issue(other)])
         seen.clear()
-        assert theirs._pool is not None
-        async with theirs._pool.acquire() as conn, conn.transaction():
-            await conn.execute("SELECT 1 FROM ad_requests WHERE id = $1 FOR UPDATE", held.id)
+        async with row_held(theirs, held.id):
             blocked = asyncio.ensure_future(ours.apply([Fire(held.id, "impression", "wrapper", PLAY)]))
             free = await asyncio.wait_for(ours.apply([Fire(other.id, "impression", "wrapper", PLAY)]), 10)
             assert outcomes(free) == ["counted"]
@@ -406,9 +414,7 @@ def test_batches_in_flight_on_other_events_of_one_ad_request_go_at_once_and_each
     async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, seen: list[str]) -> None:
         await ours.apply([Issue(held)])
         seen.clear()
-        assert theirs._pool is not None
-        async with theirs._pool.acquire() as conn, conn.transaction():
-            await conn.execute("SELECT 1 FROM ad_requests WHERE id = $1 FOR UPDATE", held.id)
+        async with row_held(theirs, held.id):
             first = asyncio.ensure_future(ours.apply([Fire(held.id, "impression", "wrapper", PLAY)]))
             second = asyncio.ensure_future(ours.apply([Fire(held.id, "start", "wrapper", PLAY + 1)]))
             await asyncio.sleep(0.3)
@@ -524,10 +530,7 @@ async def terminate_the_waiting_backend(store: PostgresLedgerStore) -> None:
     restart or a network cut would."""
     assert store._pool is not None
     for _ in range(100):
-        ended = await store._pool.fetchval(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE wait_event_type = 'Lock' AND datname = current_database()"
-        )
+        ended = await store._pool.fetchval(f"SELECT count(pg_terminate_backend(pid)) {WAITING_ON_A_LOCK}")
         if ended:
             return
         await asyncio.sleep(0.05)
@@ -543,9 +546,7 @@ def test_a_write_whose_connection_dies_while_it_may_commit_is_an_outcome_unknown
 
     async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, _: list[str]) -> None:
         await ours.apply([Issue(made)])
-        assert theirs._pool is not None
-        async with theirs._pool.acquire() as conn, conn.transaction():
-            await conn.execute("SELECT 1 FROM ad_requests WHERE id = $1 FOR UPDATE", made.id)
+        async with row_held(theirs, made.id):
             fire = asyncio.ensure_future(ours.apply([Fire(made.id, "impression", "wrapper", PLAY)]))
             await terminate_the_waiting_backend(theirs)
             with pytest.raises(OutcomeUnknown):
@@ -566,9 +567,7 @@ def test_a_batch_whose_connection_dies_before_its_commit_is_unavailable_and_not_
 
     async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, _: list[str]) -> None:
         await ours.apply([Issue(made)])
-        assert theirs._pool is not None
-        async with theirs._pool.acquire() as conn, conn.transaction():
-            await conn.execute("SELECT 1 FROM ad_requests WHERE id = $1 FOR UPDATE", made.id)
+        async with row_held(theirs, made.id):
             release = asyncio.ensure_future(ours.apply([Release(made.id, made.account_id, PLAY - 10)]))
             await terminate_the_waiting_backend(theirs)
             with pytest.raises(Exception) as failed:

@@ -50,6 +50,7 @@ from adslot.ledger.records import (
     ANSWER_SLOTS,
     COLUMNS,
     EVENT_COLUMNS,
+    FIRE_BITS,
     ISSUE_COLUMNS,
     AdRequest,
     AlreadyAnswered,
@@ -180,8 +181,8 @@ def update_arrays(
     return update_sql(columns, counters, expected is not None), arrays
 
 
-_FIRST_LAYER = sum(1 << (2 * n) for n in range(len(EVENT_COLUMNS)))
-"""Each event's first-layer bit in `fired` (records.FIRE_BITS: event n, layer k at bit 2n + k)."""
+_FIRST_LAYER = sum(FIRE_BITS[event, "wrapper"] for event in EVENT_COLUMNS)
+"""Each event's wrapper-layer bit in `fired`; records.FIRE_BITS puts its inline bit just above it."""
 
 
 def event_bits(fired: int) -> int:
