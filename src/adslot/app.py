@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import sys
@@ -10,6 +9,7 @@ from typing import Any
 
 from adslot.api.fastlane import ASGIApp, Receive, Scope, Send, fast_lane
 from adslot.api.http import build_litestar
+from adslot.collector import settle_heap
 from adslot.environment import Environment
 from adslot.settings import Settings, load_settings
 
@@ -18,9 +18,9 @@ STOPPED_CLEANLY = "adslot stopped cleanly: every acknowledged write is committed
 
 
 class AdslotApp:
-    def __init__(self, settings: Settings, *, seed: int | None = None, freeze_heap: bool = False) -> None:
+    def __init__(self, settings: Settings, *, seed: int | None = None, settle_heap: bool = False) -> None:
         self.settings = settings
-        self._freeze_heap = freeze_heap
+        self._settle_heap = settle_heap
         self.environments = {env.name: Environment(settings, env, seed=seed) for env in settings.environments}
         # Longest mount first, so /sandbox is matched before production's "": the ASGI mounts and the
         # HTTP protocol's hot lane both walk this one order.
@@ -69,11 +69,10 @@ class AdslotApp:
                     log.exception("start-up failed")
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
-                if self._freeze_heap:
+                if self._settle_heap:
                     # Everything built at start-up (framework, OpenAPI document, catalog) lives as long as the
-                    # worker: out of the collector's sight, a full collection no longer walks it, which took
-                    # tens of milliseconds and showed as the p99 of whichever requests it stalled.
-                    gc.freeze()
+                    # worker; and its requests in flight are no garbage (collector.py).
+                    settle_heap()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.stop()
@@ -84,4 +83,4 @@ class AdslotApp:
 
 def create_app(**overrides: Any) -> AdslotApp:
     """uvicorn factory of `adslot serve`: settings from ADSLOT_* variables (the CLI sets them from flags)."""
-    return AdslotApp(load_settings(**overrides), freeze_heap=True)
+    return AdslotApp(load_settings(**overrides), settle_heap=True)

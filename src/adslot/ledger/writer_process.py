@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import signal
@@ -38,6 +37,7 @@ try:
 except ImportError:  # pragma: no cover - uvloop is not built for Windows
     uvloop = None  # type: ignore[assignment]
 
+from adslot.collector import settle_heap
 from adslot.ledger.sqlite_store import SqliteLedgerStore
 from adslot.ledger.store import DatabaseLedgerStore
 from adslot.ledger.stores import store_for
@@ -195,7 +195,7 @@ class Applier:
 async def _opened(database: bytes) -> DatabaseLedgerStore:
     store = store_for(*decode_database(database))
     await store.start()
-    gc.freeze()  # the process's long-lived start-up objects: full collections need not walk them again
+    settle_heap()  # its long-lived start-up objects frozen, its batches in flight not taken for garbage
     return store
 
 
