@@ -11,7 +11,7 @@ import pytest
 from adslot.ledger.records import AlreadyAnswered, Fire, Operation, Receipt, Verdict
 from adslot.ledger.wire import Stamp, WireError, decode_verdicts, encode_batch, encode_verdicts, resent
 from adslot.ledger.writer_rules import Item, answer_async, answer_blocking, one_per_client
-from adslot.storage.failures import LedgerUnavailable
+from adslot.storage.failures import LedgerUnavailable, OutcomeUnknown
 
 A, B, C = "a", "b", "c"
 
@@ -54,6 +54,8 @@ class _Ledger:
         self.applied: list[list[int]] = []
         """The seqs of each apply() call, a transaction each."""
         self.lookups_fail = False
+        self.lose_next: str | None = None
+        """"after commit" or "before commit": the next apply()'s connection goes away then."""
 
     def answer(self, client: bytes, seq: int) -> bytes | None:
         if self.lookups_fail:
@@ -65,7 +67,16 @@ class _Ledger:
         events = {op.event for op in operations if isinstance(op, Fire)}
         if events & self.refuse:
             raise AlreadyAnswered(f"refused: {sorted(events & self.refuse)}")
-        return [encode_verdicts([Verdict("counted", r.seq)] * (r.stop - r.start)) for r in receipts]
+        if any(r.seq in self.stored for r in receipts):
+            raise AlreadyAnswered("a frame was committed before")
+        answers = [encode_verdicts([Verdict("counted", r.seq)] * (r.stop - r.start)) for r in receipts]
+        lost, self.lose_next = self.lose_next, None
+        if lost == "after commit":
+            self.stored |= {r.seq: answer for r, answer in zip(receipts, answers, strict=True)}
+        if lost is not None:
+            raise OutcomeUnknown(f"the connection went away {lost}")
+        self.stored |= {r.seq: answer for r, answer in zip(receipts, answers, strict=True)}
+        return answers
 
 
 def _outcomes(reply: bytes) -> list[tuple[str, int | None]]:
@@ -182,3 +193,46 @@ def test_an_error_that_is_not_the_stores_is_raised_not_answered() -> None:
 
     with pytest.raises(KeyboardInterrupt):
         answer_blocking([(A, _frame(1, "start"))], _Ledger().answer, apply)
+
+
+def test_frames_of_a_transaction_whose_commit_was_lost_get_their_stored_answers_not_applied_again() -> None:
+    ledger = _Ledger()
+    ledger.lose_next = "after commit"
+    replies = dict(
+        answer_blocking([(A, _frame(1, "start")), (B, _frame(2, "midpoint"))], ledger.answer, ledger.apply)
+    )
+    assert ledger.applied == [[1, 2]]
+    assert replies == {A: ledger.stored[1], B: ledger.stored[2]}
+    assert _outcomes(replies[A]) == [("counted", 1)] and _outcomes(replies[B]) == [("counted", 2)]
+
+
+def test_frames_of_a_transaction_lost_before_its_commit_are_each_applied_again_alone() -> None:
+    ledger = _Ledger()
+    ledger.lose_next = "before commit"
+    replies = dict(answer_blocking([(A, _frame(1, "start"))], ledger.answer, ledger.apply))
+    assert ledger.applied == [[1], [1]], "a lone frame too: the worker must not retry it op by op"
+    assert _outcomes(replies[A]) == [("counted", 1)]
+
+
+def test_a_lost_commit_committed_while_its_frame_was_applied_again_gets_that_commits_answer() -> None:
+    ledger = _Ledger()
+    ledger.lose_next = "after commit"
+    lookups = 0
+
+    def answer(client: bytes, seq: int) -> bytes | None:
+        nonlocal lookups
+        lookups += 1
+        return None if lookups == 1 else ledger.stored.get(seq)  # at first, the lost one had not finished
+
+    ((_, reply),) = answer_blocking([(A, _frame(1, "start"))], answer, ledger.apply)
+    assert ledger.applied == [[1], [1]] and reply == ledger.stored[1]
+
+
+def test_a_lost_commit_the_database_cannot_be_asked_about_is_answered_unknown_and_not_applied_again() -> None:
+    ledger = _Ledger()
+    ledger.lose_next = "after commit"
+    ledger.lookups_fail = True
+    ((_, reply),) = answer_blocking([(A, _frame(1, "start"))], ledger.answer, ledger.apply)
+    assert ledger.applied == [[1]]
+    with pytest.raises(OutcomeUnknown, match="cannot be checked"):
+        decode_verdicts(reply)

@@ -17,7 +17,7 @@ import msgspec
 
 from adslot.ledger.budget import Snapshot
 from adslot.ledger.records import NO_COUNTERS, Fire, Issue, NoFill, Operation, Release, Settle, Verdict
-from adslot.storage.failures import LedgerUnavailable
+from adslot.storage.failures import LedgerUnavailable, OutcomeUnknown
 
 FIRE, ISSUE, RELEASE, SETTLE, NO_FILL = range(5)
 _TAGS: dict[type, int] = {Issue: ISSUE, Release: RELEASE, Settle: SETTLE, NoFill: NO_FILL}
@@ -107,16 +107,23 @@ def encode_verdicts(verdicts: Sequence[Verdict]) -> bytes:
     return _encode(("ok", rows))
 
 
-def encode_error(message: str, *, unavailable: bool = False) -> bytes:
-    """`unavailable`: the database refused the batch for a reason that passes (failures.unavailable)."""
-    return _encode(("unavailable" if unavailable else "error", [(message, None, None, None, 0)]))
+def encode_error(message: str, *, unavailable: bool = False, unknown: bool = False) -> bytes:
+    """`unavailable`: the database refused the batch for a reason that passes (failures.unavailable);
+    `unknown`: the batch may have been committed, and the database could not be asked whether it was."""
+    status = "unknown" if unknown else "unavailable" if unavailable else "error"
+    return _encode((status, [(message, None, None, None, 0)]))
+
+
+_FAILURES: dict[str, type[Exception]] = {"unknown": OutcomeUnknown, "unavailable": LedgerUnavailable}
+"""What the worker raises for each failed status: OutcomeUnknown is never applied again by its group
+committer (a 503), LedgerUnavailable is retried op by op, anything else is a WireError (a 500)."""
 
 
 def decode_verdicts(frame: bytes) -> list[Verdict]:
     status, rows = _verdict_decoder.decode(frame)
     if status != "ok":
         message = f"the ledger writer process failed the batch: {rows[0][0] if rows else status}"
-        raise LedgerUnavailable(message) if status == "unavailable" else WireError(message)
+        raise _FAILURES.get(status, WireError)(message)
     return [
         Verdict(outcome, expires_at, reason, counters or NO_COUNTERS, settled)  # type: ignore[arg-type]
         for outcome, expires_at, reason, counters, settled in rows

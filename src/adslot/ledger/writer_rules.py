@@ -5,6 +5,10 @@ Both writer loops (the blocking one for SQLite, the asyncio Applier for PostgreS
 rules: a frame that cannot be decoded fails alone; a resent frame committed before gets its stored answer;
 the rest are applied together, and if that fails, each alone, so one worker's bad batch never fails
 another's; a resent frame that fails on what its first copy committed meanwhile gets that copy's answer.
+A transaction whose connection went away while it may have been committing (OutcomeUnknown) is settled
+here, where its frames' stored answers tell: each frame committed gets its answer, the others are applied
+again alone, and only a frame the database cannot be asked about goes back to its worker as unknown (a 503
+its group committer never retries: it could count the frame twice).
 `plan` states those rules once, as a generator that yields what it needs from the store (`Stored`, `Apply`)
 and is sent the result (or thrown the store's exception); `answer_blocking` and `answer_async` drive it.
 """
@@ -17,7 +21,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from adslot.ledger.records import Operation, Receipt
 from adslot.ledger.wire import Stamp, decode_batch, encode_error
-from adslot.storage.failures import unavailable
+from adslot.storage.failures import OutcomeUnknown, unavailable
 
 log = logging.getLogger("adslot.ledger.writer_process")
 C = TypeVar("C")
@@ -71,8 +75,11 @@ def one_per_client(items: list[Item[C]]) -> tuple[list[Item[C]], list[Item[C]]]:
 
 def failure(exc: Exception) -> bytes:
     """The answer to a batch that failed: the worker's group committer then retries it op by op, and
-    answers what still fails with a 503 when the database cannot serve now, else a 500."""
-    return encode_error(f"{type(exc).__name__}: {exc}", unavailable=unavailable(exc))
+    answers what still fails with a 503 when the database cannot serve now, else a 500; a batch that may
+    have been committed is not retried (a 503)."""
+    return encode_error(
+        f"{type(exc).__name__}: {exc}", unavailable=unavailable(exc), unknown=isinstance(exc, OutcomeUnknown)
+    )
 
 
 def receipt(stamp: Stamp, start: int, stop: int) -> Receipt:
@@ -116,30 +123,43 @@ def plan(frames: Sequence[tuple[C, bytes]]) -> Plan[C]:
         try:
             answers = yield Apply([op for batch in batches for op in batch.operations], receipts)
         except Exception as exc:
-            if len(batches) == 1:  # the worker's group committer retries the batch op by op
+            unknown = isinstance(exc, OutcomeUnknown)
+            if len(batches) == 1 and not unknown:  # the worker's group committer retries it op by op
                 replies[batches[0].place] = yield from _failed(batches[0].stamp, exc)
             else:
                 for batch in batches:
-                    replies[batch.place] = yield from _alone(batch)
+                    replies[batch.place] = yield from _alone(batch, unknown)
         else:
             for batch, answer in zip(batches, answers, strict=True):
                 replies[batch.place] = answer
     return [(client, reply) for (client, _), reply in zip(frames, replies, strict=True)]
 
 
-def _alone(batch: _Batch) -> Generator[Ask, Any, bytes]:
+def _alone(batch: _Batch, maybe_committed: bool = False) -> Generator[Ask, Any, bytes]:
+    """`maybe_committed`: the transaction that held it may have been committed (OutcomeUnknown), so its
+    stored answer is looked for first, as for a resent frame."""
+    stamp = batch.stamp
+    if maybe_committed:
+        try:
+            stored = yield Stored(stamp)
+        except Exception as exc:
+            log.error("ledger batch's outcome unknown", exc_info=exc)
+            return failure(OutcomeUnknown(f"a ledger batch's commit was lost and cannot be checked: {exc}"))
+        if stored is not None:
+            return bytes(stored)
     try:
-        (answer,) = yield Apply(batch.operations, [receipt(batch.stamp, 0, len(batch.operations))])
+        (answer,) = yield Apply(batch.operations, [receipt(stamp, 0, len(batch.operations))])
         return bytes(answer)
     except Exception as exc:
-        return (yield from _failed(batch.stamp, exc))
+        return (yield from _failed(stamp, exc, maybe_committed))
 
 
-def _failed(stamp: Stamp, exc: Exception) -> Generator[Ask, Any, bytes]:
+def _failed(stamp: Stamp, exc: Exception, maybe_committed: bool = False) -> Generator[Ask, Any, bytes]:
     """A resent frame whose first copy was committed meanwhile (its writer not quite gone, or another lane
     of this one) failed on what that commit wrote (AlreadyAnswered, or the primary key of the ad request it
-    issues): it gets that commit's answer."""
-    if stamp.resent:
+    issues): it gets that commit's answer. So does a frame whose lost commit (`maybe_committed`) the
+    database finished after it was asked."""
+    if stamp.resent or maybe_committed:
         try:
             stored = yield Stored(stamp)
         except Exception:
