@@ -4,6 +4,9 @@ For each storage backend (SQLite in fresh data dirs; PostgreSQL in fresh schemas
 two productions through the CLI, one per server, starts adslot with 1 worker and adslot with 2 workers side by
 side, makes real ad requests on each (their uuids feed the pixel scripts), then runs every scenario in rounds,
 the 1-worker and the 2-worker server interleaved, and takes medians. speedup = req/s (2 workers) / req/s (1).
+The bare app (bench/bare_app.py) runs first the same way, 1 worker against 2, as the machine's own answer:
+what a second worker gives when nothing but the HTTP stack and the VAST and JSON work runs (`--no-bare`
+skips it).
 
 It reuses the main benchmark's machinery: the servers and their setup (bench/servers.py), wrk and its Lua
 scripts (bench/wrk.py, bench/lua), the scenarios (bench/scenarios.py), the interleaved rounds
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import uuid
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
@@ -50,6 +54,8 @@ from bench.servers import (
     admin_key,
     adslot_command,
     adslot_env,
+    bare_command,
+    bare_env,
     delivery_totals,
     free_port,
     running,
@@ -86,6 +92,7 @@ class WorkersOptions:
     postgres: str | None
     adslot_env: dict[str, str]
     out: Path
+    bare: bool = True
 
     def bench_options(self) -> Options:
         """The main benchmark's options for its interleaved rounds (no half load, no tally)."""
@@ -131,6 +138,7 @@ def parse_args(argv: list[str]) -> WorkersOptions:
     )
     p.add_argument("--postgres", default=DEFAULT_POSTGRES, metavar="URL", help=f"default {DEFAULT_POSTGRES}")
     p.add_argument("--no-postgres", action="store_true", help="SQLite only")
+    p.add_argument("--no-bare", action="store_true", help="skip the bare app's 1 worker against 2")
     p.add_argument(
         "--adslot-env",
         action="append",
@@ -166,7 +174,12 @@ def parse_args(argv: list[str]) -> WorkersOptions:
         postgres=None if args.no_postgres else args.postgres,
         adslot_env=dict(args.adslot_env),
         out=args.out,
+        bare=not args.no_bare,
     )
+
+
+BARE = "bare"
+"""The rows' backend label of the bare app's pair."""
 
 
 class WorkersRow(msgspec.Struct):
@@ -244,6 +257,9 @@ class WorkersBench:
         print(f"  {scenario.name}: speedup {row.speedup:.2f} (2 workers / 1 worker){errors}", flush=True)
 
     def backend(self, backend: str, postgres_url: str | None, work: Path) -> None:
+        if backend == BARE:
+            self.bare(work)
+            return
         work.mkdir(parents=True)
         self.bench.processes = partial(processes, postgres=postgres_url is not None)
         schemas = {name: fresh_schemas() for name in WORKERS} if postgres_url else {}
@@ -303,6 +319,27 @@ class WorkersBench:
                 names = ", ".join(s for pair in schemas.values() for s in pair)
                 print(f"[{backend}] dropped schemas {names}", flush=True)
 
+    def bare(self, work: Path) -> None:
+        """The bare app with 1 and with 2 workers, interleaved as adslot's pairs are. It stores nothing, so
+        its pixels fire on random uuids (it only parses them) and it has no Proof of Play to report."""
+        work.mkdir(parents=True)
+        self.bench.processes = partial(processes, postgres=False)
+        uuids = work / "uuids.txt"
+        uuids.write_text("".join(f"{uuid.uuid4()}\n" for _ in range(self.args.uuids)))
+        common = {"venue": VENUE_ID, "screen": SCREEN_ID, "key": BARE, "uuids": str(uuids)}
+        with ExitStack() as stack:
+            targets = []
+            for name, workers in WORKERS.items():
+                launch = partial(_bare_launch, workers)
+                log = work / f"bare-{workers}w.log"
+                server = stack.enter_context(running(f"bare {name}", launch, log, BARE))
+                print(f"[bare] bare app with {name} on {server.url}", flush=True)
+                targets.append(Target(name, server, common))
+            for target in targets:
+                self.bench.wrk_run(target, SCENARIOS[0], self.args.warmup, {})
+            for scenario in self.args.scenarios:
+                self.scenario(BARE, targets, scenario, {})
+
     def _launch(
         self, data_dir: Path, workers: int, postgres_url: str | None, schemas: tuple[str, str] | None
     ) -> Launch:
@@ -313,6 +350,10 @@ class WorkersBench:
             return adslot_command(port, workers), env
 
         return launch
+
+
+def _bare_launch(workers: int, port: int) -> tuple[list[str], dict[str, str]]:
+    return bare_command(port, workers), bare_env(port)
 
 
 def notes(rows: list[WorkersRow], machine: Machine, threads: int) -> list[str]:
@@ -409,7 +450,10 @@ def markdown(result: WorkersReport) -> str:
         "(medians over rounds); p50/p99 are each server's medians. Machine CPU busy is the share of all "
         "CPUs' time that was busy (not idle) during the run, from /proc/stat, wrk included: when one worker "
         "already keeps it near 100%, a second worker can only take CPU from the first, its writer and wrk. "
-        "Pixel scenarios fire on ad requests each server issued itself.",
+        "Pixel scenarios fire on ad requests each server issued itself. The bare rows are the bare app "
+        "(uvicorn on the same stack, the same VAST building and JSON encoding, no framework, decision or "
+        "storage) with 1 and with 2 workers, measured the same way: what this machine lets a second worker "
+        "give at all.",
         "",
     ]
     if any(r.one_worker.cpu_us for r in result.rows):
@@ -459,6 +503,9 @@ def main(argv: list[str] | None = None) -> int:
         ledger_writer=load_settings(probe).ledger_writer,
     )
     backends, plan = backend_plan(args.postgres)
+    if args.bare:
+        plan.insert(0, (BARE, None))
+    backends = {BARE: "pending" if args.bare else "skipped (--no-bare)", **backends}
     bench = WorkersBench(args, wrk)
     try:
         failed = run_backends(plan, backends, bench.backend, prefix="adslot-bench-workers-")

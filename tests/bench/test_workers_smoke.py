@@ -1,5 +1,5 @@
 """The workers benchmark runs end to end: `python -m bench.workers --quick` on one pixel scenario writes a
-complete report.
+complete report, the bare app's pair first.
 
 It asserts only that the report is whole and the rates are real, never the speedup: whether 2 workers beat 1
 belongs to the benchmark's own report, not to a pass/fail test on a shared machine.
@@ -33,10 +33,18 @@ def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
     assert config["scenarios"] == ["impression"]
     assert config["rounds"] == 1 and config["duration_s"] == 2
     assert config["ledger_writer"]
+    assert report["backends"]["bare"] == "ran"
     assert report["backends"]["sqlite"] == "ran"
     assert report["backends"]["postgres"].startswith("skipped")
 
-    [row] = report["rows"]
+    bare, row = report["rows"]
+    assert (bare["scenario"], bare["backend"]) == ("impression", "bare")
+    assert bare["flags"] == [] and bare["speedup"] > 0 and bare["proof_of_play"] is None
+    for side in ("one_worker", "two_workers"):
+        stats = bare[side]
+        assert stats["rps"] > 0 and stats["errors"] == 0
+        cpu = stats["cpu_us"]
+        assert cpu["workers"] > 0 and cpu["wrk"] > 0 and cpu.get("ledger writer", 0) == 0, cpu
     assert (row["scenario"], row["backend"]) == ("impression", "sqlite")
     assert row["flags"] == [], row["flags"]
     assert row["speedup"] > 0
