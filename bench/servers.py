@@ -273,7 +273,12 @@ def adslot_command(port: int, workers: int) -> list[str]:
 
 
 def bare_command(port: int, workers: int, app: str = "bench.bare_app:app") -> list[str]:
-    """uvicorn serving `app` on the bare app's stack (bench.handoff runs its variants of it the same way)."""
+    """uvicorn serving `app` on the bare app's stack (bench.handoff runs its variants of it the same way);
+    several workers under adslot's own supervisor, a listening socket each, as `adslot serve` runs them
+    (bench/bare_serve.py)."""
+    if workers > 1:
+        serve = [sys.executable, "-m", "bench.bare_serve", app, "--host", HOST, "--port", str(port)]
+        return [*serve, "--workers", str(workers)]
     return [
         sys.executable,
         "-m",
