@@ -71,11 +71,10 @@ class _Ledger:
             raise AlreadyAnswered("a frame was committed before")
         answers = [encode_verdicts([Verdict("counted", r.seq)] * (r.stop - r.start)) for r in receipts]
         lost, self.lose_next = self.lose_next, None
-        if lost == "after commit":
+        if lost != "before commit":
             self.stored |= {r.seq: answer for r, answer in zip(receipts, answers, strict=True)}
         if lost is not None:
             raise OutcomeUnknown(f"the connection went away {lost}")
-        self.stored |= {r.seq: answer for r, answer in zip(receipts, answers, strict=True)}
         return answers
 
 

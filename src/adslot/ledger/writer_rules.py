@@ -136,10 +136,11 @@ def plan(frames: Sequence[tuple[C, bytes]]) -> Plan[C]:
 
 
 def _alone(batch: _Batch, maybe_committed: bool = False) -> Generator[Ask, Any, bytes]:
-    """`maybe_committed`: the transaction that held it may have been committed (OutcomeUnknown), so its
-    stored answer is looked for first, as for a resent frame."""
+    """`maybe_committed`: the transaction that held it may have been committed (OutcomeUnknown), which is
+    what a resent frame's stamp says: it is answered as one, its stored answer looked for first."""
     stamp = batch.stamp
     if maybe_committed:
+        stamp = stamp._replace(resent=True)
         try:
             stored = yield Stored(stamp)
         except Exception as exc:
@@ -151,15 +152,14 @@ def _alone(batch: _Batch, maybe_committed: bool = False) -> Generator[Ask, Any, 
         (answer,) = yield Apply(batch.operations, [receipt(stamp, 0, len(batch.operations))])
         return bytes(answer)
     except Exception as exc:
-        return (yield from _failed(stamp, exc, maybe_committed))
+        return (yield from _failed(stamp, exc))
 
 
-def _failed(stamp: Stamp, exc: Exception, maybe_committed: bool = False) -> Generator[Ask, Any, bytes]:
+def _failed(stamp: Stamp, exc: Exception) -> Generator[Ask, Any, bytes]:
     """A resent frame whose first copy was committed meanwhile (its writer not quite gone, or another lane
     of this one) failed on what that commit wrote (AlreadyAnswered, or the primary key of the ad request it
-    issues): it gets that commit's answer. So does a frame whose lost commit (`maybe_committed`) the
-    database finished after it was asked."""
-    if stamp.resent or maybe_committed:
+    issues): it gets that commit's answer."""
+    if stamp.resent:
         try:
             stored = yield Stored(stamp)
         except Exception:
