@@ -335,10 +335,7 @@ class Bench:
 
     def mint(self, label: str, url: str, key: str, work: Path, tag: object, scenario: Scenario) -> Path:
         """A pixel scenario's own list, minted with wrk just before its runs and written to
-        work/uuids-<tag>-<set>.txt latest first: a player fires on the ad request it was just given, so each
-        fire names an ad request issued at most as many ad requests earlier as the scenario has fired, not
-        behind every list minted and every ad request scenario run since (which, on a fast machine, put the
-        impressions ~2 million writes back, beyond the writer's memory: a restarted writer's case)."""
+        work/uuids-<tag>-<set>.txt latest first (mint_ad_requests())."""
         path = work / f"uuids-{tag}-{scenario.uuid_set}.txt"
         seconds = self.mint_seconds(scenario)
         minted = mint_ad_requests(
@@ -350,9 +347,6 @@ class Bench:
             connections=self.args.connections,
             threads=self.args.threads,
         )
-        # adslot's ids are uuid7s, whose leading bits are their issue time: sorted descending, latest first
-        # across wrk's threads (mint.lua writes each thread's list after the other's).
-        path.write_text("\n".join(sorted(minted, reverse=True)) + "\n")
         note = f"{label} {scenario.name}: fires on {len(minted):,} ad requests minted in {seconds} s"
         self.notes.append(note)
         print(f"[{note}]", flush=True)

@@ -399,7 +399,11 @@ def mint_ad_requests(
     wrk: str, url: str, key: str, seconds: int, out: Path, *, connections: int, threads: int
 ) -> list[str]:
     """Real ad requests made with wrk for `seconds` (bench/lua/mint.lua), as many as the server answers: the
-    uuids the pixel scenarios fire on, each once. Written to `out`, one per line, and returned."""
+    uuids the pixel scenarios fire on, each once. Written to `out`, one per line, and returned, latest first:
+    a player fires on the ad request it was just given, so each fire names an ad request issued at most as
+    many ad requests earlier as its scenario has fired, not behind every list minted and every ad request run
+    since (which, on a fast machine, put the impressions ~2 million writes back, beyond the writer's memory:
+    a restarted writer's case)."""
     result = run_wrk(
         wrk,
         url,
@@ -421,4 +425,8 @@ def mint_ad_requests(
             f"minting ad requests: {result.requests} answered, {len(uuids)} uuids, {result.non2xx} not 2xx, "
             f"socket errors {result.socket_errors}"
         )
+    # adslot's ids are uuid7s, whose leading bits are their issue time: sorted descending, latest first
+    # across wrk's threads (mint.lua writes each thread's list after the other's).
+    uuids.sort(reverse=True)
+    out.write_text("\n".join(uuids) + "\n")
     return uuids
