@@ -333,8 +333,8 @@ def _met(row: Row) -> str:
 
 
 def round_ratios(row: Row) -> list[float]:
-    """A max-rate row's ratio in each round (adslot's run / the bare app's run just before it): how far the
-    median could move on this machine."""
+    """A max-rate row's ratio in each round (adslot's run / the bare app's run that began the round, just
+    before it when there is one adslot server): how far the median could move on this machine."""
     if row.kind != "max":
         return []
     return [a.rps / b.rps if b.rps else 0.0 for b, a in zip(row.bare.rounds, row.adslot.rounds, strict=True)]
@@ -461,7 +461,8 @@ def markdown(report: Report) -> str:
         "ratio = adslot req/s / bare req/s at the maximum rate wrk reaches; p50/p99 are adslot's. "
         "Half-load rows pace each server at about half of its own measured maximum (their req/s "
         "columns are the rates reached) and compare adslot's p99 with its p50. Ratio by round: each "
-        "round's adslot run over the bare app's run just before it.",
+        "round's adslot run over the bare app's run that began the round (just before it with one adslot "
+        "server; with several, as in growth runs, they follow it in an order rotated each round).",
         "",
     ]
     if any(row.bare.cpu_us and row.adslot.cpu_us for row in report.rows):

@@ -13,12 +13,13 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from types import FrameType
+from typing import TypeVar
 
 from adslot.settings import EnvironmentSettings, load_settings
 from bench import growth, report
@@ -239,6 +240,22 @@ def pop_delta(before: dict[str, int] | None, after: dict[str, int] | None) -> di
     return {k: after[k] - before.get(k, 0) for k in after}
 
 
+T = TypeVar("T")
+
+
+def round_order(targets: Sequence[T], round_no: int) -> list[T]:
+    """The first target (the bare app) first in every round, then the others rotated by one each round.
+
+    With several adslot servers (growth's sizes, side by side) a fixed order favours the one that runs right
+    after the bare app: each server's run leaves work behind it (SQLite's WAL checkpoint, the kernel's
+    writeback of what it wrote) that the next server's run shares the CPUs and the disk with, and the bare app
+    leaves none. Rotated, every server runs in every place as often, over as many rounds as there are
+    servers. With one adslot server the order is bare, adslot in every round, as before."""
+    first, rest = list(targets[:1]), list(targets[1:])
+    turn = (round_no - 1) % len(rest) if rest else 0
+    return first + rest[turn:] + rest[:turn]
+
+
 class Bench:
     def __init__(self, args: Options, wrk: str) -> None:
         self.args = args
@@ -254,11 +271,11 @@ class Bench:
     def run(
         self, targets: list[Target], scenario: Scenario, delay_ms: dict[str, float] | None = None
     ) -> dict[str, list[WrkResult]]:
-        """Every round runs each target once, in turn (bare, adslot, bare, adslot ...)."""
+        """Every round runs each target once, in turn (bare, adslot, bare, adslot ...; round_order())."""
         results: dict[str, list[WrkResult]] = {t.name: [] for t in targets}
         label = scenario.name + (" @ half load" if delay_ms else "")
         for round_no in range(1, self.args.rounds + 1):
-            for target in targets:
+            for target in round_order(targets, round_no):
                 extra = {"delay_ms": f"{delay_ms[target.name]:.3f}"} if delay_ms else {}
                 if self.args.tally:
                     extra["tally"] = "1"
