@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adslot.ids import parse_uuid, uuid7
+from adslot.ids import UUID_TYPE, parse_uuid, uuid7, uuid_from_int
 
 CANONICAL = "01890a5d-ac96-774b-bcce-b302099a8057"
 
@@ -143,3 +143,18 @@ def test_a_parsed_uuid_is_indistinguishable_from_one_uuid_module_made(value: uui
             value.version,
         )
         assert pickle.loads(pickle.dumps(parsed)) == value
+
+
+@given(st.lists(st.uuids(version=None), min_size=1, max_size=20))
+def test_ids_made_from_ints_equal_hash_and_sort_as_the_uuid_modules_do(values: list[uuid.UUID]) -> None:
+    made = [uuid_from_int(value.int) for value in values]
+    assert made == values and [hash(m) for m in made] == [hash(v) for v in values]
+    assert sorted(made) == sorted(values)
+    by_std = {value: n for n, value in enumerate(values)}
+    assert [by_std[m] for m in made] == [by_std[v] for v in values]
+
+
+def test_every_id_adslot_makes_is_the_compiled_uuid_type() -> None:
+    # the whole ledger then hashes and prints ids in C (ids.UUID_TYPE's docstring)
+    for made in (uuid7(), parse_uuid(CANONICAL), uuid_from_int(1 << 100)):
+        assert type(made) is UUID_TYPE and isinstance(made, uuid.UUID)

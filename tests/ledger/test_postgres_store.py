@@ -260,12 +260,13 @@ def two_nodes(db: LedgerDatabase, scenario: Scenario) -> None:
         await ours.start()
         await theirs.start()
         seen: list[str] = []
-        pool = ours._pool
-        assert pool is not None
+        assert ours._pool is not None
+        pool = ours._pool.pool
         held = [await pool.acquire() for _ in range(2)]  # the whole pool: every connection it will use
         for conn in held:
             conn.add_query_logger(lambda logged: seen.append(logged.query) if ours_(logged.query) else None)
             await pool.release(conn)
+        logged_after(ours)
         try:
             await scenario(ours, theirs, seen)
         finally:
@@ -273,6 +274,21 @@ def two_nodes(db: LedgerDatabase, scenario: Scenario) -> None:
             await theirs.close()
 
     asyncio.run(main())
+
+
+def logged_after(store: PostgresLedgerStore) -> None:
+    """Let asyncpg's query loggers run before each write of `store` returns: asyncpg calls them with
+    call_soon once a statement is done, and a kept connection's lease ends without a turn of the loop."""
+    for name in ("apply", "apply_frames"):
+        write = getattr(store, name)
+
+        async def then_logged(*args: object, _write: Callable[..., Awaitable[object]] = write) -> object:
+            try:
+                return await _write(*args)
+            finally:
+                await asyncio.sleep(0)
+
+        setattr(store, name, then_logged)
 
 
 def ours_(query: str) -> bool:
@@ -294,14 +310,14 @@ async def row_held(store: PostgresLedgerStore, ident: uuid.UUID) -> AsyncIterato
     """Another node's transaction holding the ad request's row lock, so whatever this writer sends on it
     waits in the database until the block ends."""
     assert store._pool is not None
-    async with store._pool.acquire() as conn, conn.transaction():
+    async with store._pool.pool.acquire() as conn, conn.transaction():
         await conn.execute("SELECT 1 FROM ad_requests WHERE id = $1 FOR UPDATE", ident)
         yield
 
 
 async def lock_waiters(store: PostgresLedgerStore) -> int:
     assert store._pool is not None
-    return int(await store._pool.fetchval(f"SELECT count(*) {WAITING_ON_A_LOCK}"))
+    return int(await store._pool.pool.fetchval(f"SELECT count(*) {WAITING_ON_A_LOCK}"))
 
 
 def test_fires_on_remembered_ad_requests_are_one_statement_that_locks_nothing_first(
@@ -531,8 +547,9 @@ async def terminate_the_waiting_backend(store: PostgresLedgerStore) -> None:
     """End the one session waiting on a row lock (ours, held up by another transaction), as a server
     restart or a network cut would."""
     assert store._pool is not None
+    pool = store._pool.pool
     for _ in range(100):
-        ended = await store._pool.fetchval(f"SELECT count(pg_terminate_backend(pid)) {WAITING_ON_A_LOCK}")
+        ended = await pool.fetchval(f"SELECT count(pg_terminate_backend(pid)) {WAITING_ON_A_LOCK}")
         if ended:
             return
         await asyncio.sleep(0.05)

@@ -177,7 +177,9 @@ def test_equal_states_are_kept_once() -> None:
 
 
 def test_a_remembered_ad_request_costs_about_a_hundred_bytes_with_its_key() -> None:
-    """A million must fit in ~100 MB: the dict entry (its key, a uuid's integer, is ~44 bytes more)."""
+    """A million must fit in ~100 MB: the dict entry and its key, a uuid's integer, which the compiled uuid
+    type makes anew on each `.int` (tracemalloc counts it here; with uuid.UUID's own int, made before the
+    trace, it counted ~56 of the ~96 bytes)."""
     made = [(r.id, issued(r, None)) for r in (record() for _ in range(50_000))]
     memory = Remembered()
     memory.check(1)
@@ -188,7 +190,7 @@ def test_a_remembered_ad_request_costs_about_a_hundred_bytes_with_its_key() -> N
         used, _ = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert len(memory) == 50_000 and used / 50_000 < 80
+    assert len(memory) == 50_000 and used / 50_000 < 110
 
 
 def test_beyond_its_limit_the_oldest_eighth_is_forgotten_at_once() -> None:

@@ -84,6 +84,7 @@ from adslot.ledger.store import (
     set_items,
 )
 from adslot.storage.failures import OutcomeUnknown, connection_lost
+from adslot.storage.kept_connections import KeptConnections
 
 SELECT = SELECT_ONE + "$1"
 SELECT_MANY = SELECT_ONE.replace("WHERE id = ", "WHERE id = ANY($1::uuid[])")
@@ -479,19 +480,20 @@ class PostgresLedgerStore:
         self._dsn = dsn
         self._schema = schema
         self._pool_size = pool_size
-        self._pool: asyncpg.Pool | None = None
+        self._pool: KeptConnections | None = None
         self._memory = Remembered()
         self._ordered = _Ordered()
 
     async def start(self) -> None:
         settings = {"search_path": self._schema} if self._schema else {}
-        self._pool = await asyncpg.create_pool(
+        pool = await asyncpg.create_pool(
             self._dsn,
             min_size=2,
             max_size=self._pool_size,
             server_settings=settings,
             connection_class=_Connection,
         )
+        self._pool = KeptConnections(pool)
 
     async def close(self) -> None:
         if self._pool is not None:
@@ -500,18 +502,21 @@ class PostgresLedgerStore:
 
     async def get(self, ad_request_id: uuid.UUID) -> AdRequest | None:
         assert self._pool is not None, "store not started"
-        row = await self._pool.fetchrow(SELECT, ad_request_id)
+        async with self._pool.lease() as conn:
+            row = await conn.fetchrow(SELECT, ad_request_id)
         return AdRequest(**dict(zip(COLUMNS, row, strict=True))) if row else None
 
     async def get_many(self, ids: Sequence[uuid.UUID]) -> list[AdRequest | None]:
         assert self._pool is not None, "store not started"
-        rows = await self._pool.fetch(SELECT_MANY, list(ids))
+        async with self._pool.lease() as conn:
+            rows = await conn.fetch(SELECT_MANY, list(ids))
         found = {row[0]: AdRequest(**dict(zip(COLUMNS, row, strict=True))) for row in rows}
         return [found.get(ident) for ident in ids]
 
     async def answer(self, client: bytes, seq: int) -> bytes | None:
         assert self._pool is not None, "store not started"
-        row = await self._pool.fetchrow(READ_ANSWER, client, seq % ANSWER_SLOTS)
+        async with self._pool.lease() as conn:
+            row = await conn.fetchrow(READ_ANSWER, client, seq % ANSWER_SLOTS)
         return answer_of(row, seq)
 
     async def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
@@ -534,7 +539,7 @@ class PostgresLedgerStore:
         async with self._ordered.turn(order_keys(batch)):
             if recall(batch, memory, ids):
                 try:
-                    async with pool.acquire() as conn:
+                    async with pool.lease() as conn:
                         result = await _apply_recalled(conn, batch, receipts)
                 except StaleMemory:
                     memory.drop(ids)
@@ -544,7 +549,7 @@ class PostgresLedgerStore:
                     return result
             committing = False
             try:
-                async with pool.acquire() as conn, conn.transaction():
+                async with pool.lease() as conn, conn.transaction():
                     result = await _apply(conn, batch, receipts)
                     committing = True  # what fails from here on is the COMMIT
             except Exception as exc:
