@@ -32,6 +32,13 @@ async def backend_pid(kept: KeptConnections) -> int:
     return pid
 
 
+async def held_pid(kept: KeptConnections) -> int:
+    """Hold a lease for 50 ms, so that leases taken together overlap."""
+    async with kept.lease() as conn:
+        pid: int = await conn.fetchval("SELECT pg_backend_pid() FROM pg_sleep(0.05)")
+    return pid
+
+
 def test_a_connection_given_back_is_lent_again_without_the_pool() -> None:
     async def scenario(kept: KeptConnections) -> None:
         first = await backend_pid(kept)
@@ -44,12 +51,7 @@ def test_a_connection_given_back_is_lent_again_without_the_pool() -> None:
 
 def test_concurrent_leases_get_distinct_connections_and_all_are_kept_afterwards() -> None:
     async def scenario(kept: KeptConnections) -> None:
-        async def hold() -> int:
-            async with kept.lease() as conn:
-                pid: int = await conn.fetchval("SELECT pg_backend_pid() FROM pg_sleep(0.05)")
-            return pid
-
-        pids = await asyncio.gather(hold(), hold(), hold())
+        pids = await asyncio.gather(*(held_pid(kept) for _ in range(3)))
         assert len(set(pids)) == 3
         assert kept.idle == 3
         assert {await backend_pid(kept) for _ in range(6)} <= set(pids)
@@ -59,12 +61,7 @@ def test_concurrent_leases_get_distinct_connections_and_all_are_kept_afterwards(
 
 def test_more_leases_than_the_pool_holds_wait_for_one_rather_than_open_another() -> None:
     async def scenario(kept: KeptConnections) -> None:
-        async def hold() -> int:
-            async with kept.lease() as conn:
-                pid: int = await conn.fetchval("SELECT pg_backend_pid() FROM pg_sleep(0.05)")
-            return pid
-
-        pids = await asyncio.gather(*(hold() for _ in range(5)))
+        pids = await asyncio.gather(*(held_pid(kept) for _ in range(5)))
         assert len(set(pids)) == 2
         assert kept.idle == 2
 
