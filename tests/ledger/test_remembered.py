@@ -190,7 +190,7 @@ def test_a_remembered_ad_request_costs_about_a_hundred_bytes_with_its_key() -> N
         used, _ = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert len(memory) == 50_000 and used / 50_000 < 110
+    assert len(memory) == 50_000 and used / 50_000 < 100
 
 
 def test_beyond_its_limit_the_oldest_eighth_is_forgotten_at_once() -> None:
