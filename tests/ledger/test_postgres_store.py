@@ -260,8 +260,8 @@ def two_nodes(db: LedgerDatabase, scenario: Scenario) -> None:
         await ours.start()
         await theirs.start()
         seen: list[str] = []
-        assert ours._pool is not None
-        pool = ours._pool.pool
+        assert ours._connections is not None
+        pool = ours._connections.pool
         held = [await pool.acquire() for _ in range(2)]  # the whole pool: every connection it will use
         for conn in held:
             conn.add_query_logger(lambda logged: seen.append(logged.query) if ours_(logged.query) else None)
@@ -309,15 +309,15 @@ WAITING_ON_A_LOCK = "FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND da
 async def row_held(store: PostgresLedgerStore, ident: uuid.UUID) -> AsyncIterator[None]:
     """Another node's transaction holding the ad request's row lock, so whatever this writer sends on it
     waits in the database until the block ends."""
-    assert store._pool is not None
-    async with store._pool.pool.acquire() as conn, conn.transaction():
+    assert store._connections is not None
+    async with store._connections.pool.acquire() as conn, conn.transaction():
         await conn.execute("SELECT 1 FROM ad_requests WHERE id = $1 FOR UPDATE", ident)
         yield
 
 
 async def lock_waiters(store: PostgresLedgerStore) -> int:
-    assert store._pool is not None
-    return int(await store._pool.pool.fetchval(f"SELECT count(*) {WAITING_ON_A_LOCK}"))
+    assert store._connections is not None
+    return int(await store._connections.pool.fetchval(f"SELECT count(*) {WAITING_ON_A_LOCK}"))
 
 
 def test_fires_on_remembered_ad_requests_are_one_statement_that_locks_nothing_first(
@@ -546,8 +546,8 @@ def test_a_resent_frame_committed_before_is_refused_by_the_unlocked_statement_an
 async def terminate_the_waiting_backend(store: PostgresLedgerStore) -> None:
     """End the one session waiting on a row lock (ours, held up by another transaction), as a server
     restart or a network cut would."""
-    assert store._pool is not None
-    pool = store._pool.pool
+    assert store._connections is not None
+    pool = store._connections.pool
     for _ in range(100):
         ended = await pool.fetchval(f"SELECT count(pg_terminate_backend(pid)) {WAITING_ON_A_LOCK}")
         if ended:

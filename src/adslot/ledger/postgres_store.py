@@ -480,7 +480,7 @@ class PostgresLedgerStore:
         self._dsn = dsn
         self._schema = schema
         self._pool_size = pool_size
-        self._pool: KeptConnections | None = None
+        self._connections: KeptConnections | None = None
         self._memory = Remembered()
         self._ordered = _Ordered()
 
@@ -493,29 +493,29 @@ class PostgresLedgerStore:
             server_settings=settings,
             connection_class=_Connection,
         )
-        self._pool = KeptConnections(pool)
+        self._connections = KeptConnections(pool)
 
     async def close(self) -> None:
-        if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
+        if self._connections is not None:
+            await self._connections.close()
+            self._connections = None
 
     async def get(self, ad_request_id: uuid.UUID) -> AdRequest | None:
-        assert self._pool is not None, "store not started"
-        async with self._pool.lease() as conn:
+        assert self._connections is not None, "store not started"
+        async with self._connections.lease() as conn:
             row = await conn.fetchrow(SELECT, ad_request_id)
         return AdRequest(**dict(zip(COLUMNS, row, strict=True))) if row else None
 
     async def get_many(self, ids: Sequence[uuid.UUID]) -> list[AdRequest | None]:
-        assert self._pool is not None, "store not started"
-        async with self._pool.lease() as conn:
+        assert self._connections is not None, "store not started"
+        async with self._connections.lease() as conn:
             rows = await conn.fetch(SELECT_MANY, list(ids))
         found = {row[0]: AdRequest(**dict(zip(COLUMNS, row, strict=True))) for row in rows}
         return [found.get(ident) for ident in ids]
 
     async def answer(self, client: bytes, seq: int) -> bytes | None:
-        assert self._pool is not None, "store not started"
-        async with self._pool.lease() as conn:
+        assert self._connections is not None, "store not started"
+        async with self._connections.lease() as conn:
             row = await conn.fetchrow(READ_ANSWER, client, seq % ANSWER_SLOTS)
         return answer_of(row, seq)
 
@@ -532,14 +532,14 @@ class PostgresLedgerStore:
         one whose rows changed behind the memory, read and locked in a transaction. Either waits for the
         batches in flight on the same ad requests first. Only committed states are remembered; a failed
         batch leaves the memory as it was (it is checked before it is trusted)."""
-        pool, memory = self._pool, self._memory
-        assert pool is not None, "store not started"
+        connections, memory = self._connections, self._memory
+        assert connections is not None, "store not started"
         batch = Batch.of(operations)
         ids = batch.named_ids()
         async with self._ordered.turn(order_keys(batch)):
             if recall(batch, memory, ids):
                 try:
-                    async with pool.lease() as conn:
+                    async with connections.lease() as conn:
                         result = await _apply_recalled(conn, batch, receipts)
                 except StaleMemory:
                     memory.drop(ids)
@@ -549,7 +549,7 @@ class PostgresLedgerStore:
                     return result
             committing = False
             try:
-                async with pool.lease() as conn, conn.transaction():
+                async with connections.lease() as conn, conn.transaction():
                     result = await _apply(conn, batch, receipts)
                     committing = True  # what fails from here on is the COMMIT
             except Exception as exc:
