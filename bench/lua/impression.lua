@@ -4,10 +4,10 @@ dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "common.lua")
 
 function init(args)
    bench_init(args)
-   local uuids = load_uuids()
+   local count, uuid_at = load_uuids()
    local before, after = halves(impression)
-   size = #uuids
+   size = count
    function build(i)
-      return before .. uuids[i] .. after
+      return before .. uuid_at(i) .. after
    end
 end

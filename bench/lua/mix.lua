@@ -5,7 +5,7 @@ dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "common.lua")
 
 function init(args)
    bench_init(args)
-   local uuids = load_uuids()
+   local count, uuid_at = load_uuids()
    local ad = ad_request(opt.format or "json")
    local kinds = {
       vast,
@@ -21,10 +21,10 @@ function init(args)
       before[k], after[k] = halves(make)
    end
    local n = #kinds + 1
-   size = #uuids * n
+   size = count * n
    function build(i)
       local k = (i - 1) % n
       if k == 0 then return ad end
-      return before[k] .. uuids[(i - 1 - k) / n + 1] .. after[k]
+      return before[k] .. uuid_at((i - 1 - k) / n + 1) .. after[k]
    end
 end

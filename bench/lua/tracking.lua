@@ -4,15 +4,15 @@ dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "common.lua")
 
 function init(args)
    bench_init(args)
-   local uuids = load_uuids()
+   local count, uuid_at = load_uuids()
    local before, after = {}, {}
    for e, event in ipairs(QUARTILES) do
       before[e], after[e] = halves(function(uuid) return tracking(uuid, event) end)
    end
    local n = #QUARTILES
-   size = #uuids * n
+   size = count * n
    function build(i)
       local e = (i - 1) % n + 1
-      return before[e] .. uuids[(i - e) / n + 1] .. after[e]
+      return before[e] .. uuid_at((i - e) / n + 1) .. after[e]
    end
 end

@@ -3,8 +3,9 @@ dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "common.lua")
 
 function init(args)
    bench_init(args)
-   for _, uuid in ipairs(load_uuids()) do
-      table.insert(reqs, vast(uuid))
+   local count, uuid_at = load_uuids()
+   for i = 1, count do
+      table.insert(reqs, vast(uuid_at(i)))
    end
    prebuilt()
 end
