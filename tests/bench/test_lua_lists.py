@@ -76,17 +76,24 @@ def _twice_round(fired: list[T], listed: list[T]) -> bool:
     return fired[: 2 * len(listed)] == [listed[(start + k) % len(listed)] for k in range(2 * len(listed))]
 
 
+def _queries(
+    recorder: tuple[str, list[str]], tmp_path: Path, script: str, uuids: list[str]
+) -> list[dict[str, str]]:
+    """The query of each request `script` made in a second on a list of `uuids`."""
+    require_wrk()
+    url, paths = recorder
+    listed = tmp_path / "uuids.txt"
+    listed.write_text("\n".join(uuids) + "\n")
+    _fire(url, script, listed)
+    return [{k: v[0] for k, v in parse_qs(urlsplit(path).query).items()} for path in paths]
+
+
 @pytest.mark.timeout(60)
 def test_the_impression_script_fires_each_uuid_of_its_list_in_order_then_repeats_it(
     recorder: tuple[str, list[str]], tmp_path: Path
 ) -> None:
-    require_wrk()
-    url, paths = recorder
     uuids = [str(uuid7()) for _ in range(5)]
-    listed = tmp_path / "uuids.txt"
-    listed.write_text("\n".join(uuids) + "\n")
-    _fire(url, "impression.lua", listed)
-    fired = [parse_qs(urlsplit(path).query)["ad_request_uuid"][0] for path in paths]
+    fired = [q["ad_request_uuid"] for q in _queries(recorder, tmp_path, "impression.lua", uuids)]
     assert len(fired) > 2 * len(uuids), "wrk made too few requests in a second to see the list repeat"
     assert _twice_round(fired, uuids)
 
@@ -95,14 +102,9 @@ def test_the_impression_script_fires_each_uuid_of_its_list_in_order_then_repeats
 def test_the_tracking_script_fires_the_five_quartiles_of_each_uuid_before_the_next(
     recorder: tuple[str, list[str]], tmp_path: Path
 ) -> None:
-    require_wrk()
-    url, paths = recorder
     uuids = [str(uuid7()) for _ in range(3)]
-    listed = tmp_path / "uuids.txt"
-    listed.write_text("\n".join(uuids) + "\n")
-    _fire(url, "tracking.lua", listed)
-    queries = [parse_qs(urlsplit(path).query) for path in paths]
-    fired = [(q["ad_request_uuid"][0], q["event"][0]) for q in queries]
+    queries = _queries(recorder, tmp_path, "tracking.lua", uuids)
+    fired = [(q["ad_request_uuid"], q["event"]) for q in queries]
     events = ["start", "firstQuartile", "midpoint", "thirdQuartile", "complete"]
     expected = [(u, e) for u in uuids for e in events]
     assert len(fired) > 2 * len(expected), "wrk made too few requests in a second to see the list repeat"
