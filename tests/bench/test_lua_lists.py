@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import parse_qs, urlsplit
@@ -18,15 +17,13 @@ import pytest
 from bench.wrk import WrkError, run_wrk, wrk_binary
 
 from adslot.ids import uuid7
+from tests.bench.loopback import KeepAlive, serving
 from tests.bench.test_bench_smoke import require_wrk
 
 T = TypeVar("T")
 
 
-class _Paths(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as wrk expects
-    wbufsize = 1 << 16  # each answer in one write (flushed per request): no wait on a delayed ACK
-    disable_nagle_algorithm = True
+class _Paths(KeepAlive):
     paths: list[str] = []  # noqa: RUF012 - shared by the handler instances of one server
     lock = threading.Lock()
 
@@ -38,21 +35,12 @@ class _Paths(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(b"{}")
 
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
 
 @pytest.fixture
 def recorder() -> Iterator[tuple[str, list[str]]]:
     paths: list[str] = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Paths", (_Paths,), {"paths": paths}))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", paths
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(type("Paths", (_Paths,), {"paths": paths})) as url:
+        yield url, paths
 
 
 def _fire(url: str, script: str, uuids: Path) -> None:

@@ -14,7 +14,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -22,12 +21,12 @@ from bench.servers import PLAY_LEAD_SECONDS, mint_ad_requests
 from bench.wrk import wrk_binary
 
 from adslot.ids import uuid7
+from tests.bench.loopback import KeepAlive, serving
 from tests.bench.test_bench_smoke import require_wrk
 from tests.test_ids import unix_ms
 
 
-class _Recorder(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as wrk expects
+class _Recorder(KeepAlive):
     play_times: list[int] = []  # noqa: RUF012 - shared by the handler instances of one server
     issued: list[str] = []  # noqa: RUF012 - in the order answered, as above
     lock = threading.Lock()
@@ -45,23 +44,13 @@ class _Recorder(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(answer)
 
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
 
 @pytest.fixture
 def recorder() -> Iterator[tuple[str, list[int], list[str]]]:
     play_times: list[int] = []
     issued: list[str] = []
-    handler = type("Recorder", (_Recorder,), {"play_times": play_times, "issued": issued})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", play_times, issued
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(type("Recorder", (_Recorder,), {"play_times": play_times, "issued": issued})) as url:
+        yield url, play_times, issued
 
 
 @pytest.mark.timeout(60)
