@@ -102,6 +102,9 @@ class Options:
     """The benchmark campaign's caps (JSON), or None: uncapped, no reservations on the measured path."""
     sqlite: bool = True
     """Run SQLite too (--no-sqlite: PostgreSQL only)."""
+    sweeps: int = 1
+    """How many times each scenario's rounds run on its list (bench.workers: once per connection count), so
+    that a pixel list is minted long enough for every sweep to fire first fires only."""
 
 
 def parse_args(argv: list[str]) -> Options:
@@ -316,7 +319,7 @@ class Bench:
         """How long to mint ad requests for a pixel scenario's own list: enough that its runs (the paced
         half-load ones and their trial included) fire each pixel once."""
         args = self.args
-        seconds: float = args.rounds * args.duration
+        seconds: float = args.rounds * args.duration * args.sweeps
         if scenario.half_load and args.half_load:
             seconds += (args.rounds * args.duration + min(3, args.duration)) / 2
         return mint_seconds(seconds, scenario.requests_per_uuid)

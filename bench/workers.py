@@ -3,7 +3,8 @@
 For each storage backend (SQLite in fresh data dirs; PostgreSQL in fresh schemas when reachable) it sets up
 two productions through the CLI, one per server, starts adslot with 1 worker and adslot with 2 workers side by
 side, makes real ad requests on each (their uuids feed the pixel scripts), then runs every scenario in rounds,
-the 1-worker and the 2-worker server interleaved, and takes medians. speedup = req/s (2 workers) / req/s (1).
+the 1-worker and the 2-worker server interleaved, at each of wrk's connection counts (64 and 256 by default),
+and takes medians. speedup = req/s (2 workers) / req/s (1), at each count and of each server's best rate.
 The bare app (bench/bare_app.py) runs first the same way, 1 worker against 2, as the machine's own answer:
 what a second worker gives when nothing but the HTTP stack and the VAST and JSON work runs (`--no-bare`
 skips it).
@@ -20,7 +21,7 @@ import signal
 import sys
 import uuid
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -65,6 +66,11 @@ from bench.wrk import WrkResult, wrk_binary, wrk_version
 
 PROG = "python -m bench.workers"
 DEFAULT_SCENARIOS = ("ad_request_json", "impression", "mix")
+DEFAULT_CONNECTIONS = (64, 256)
+"""wrk's connection counts; each scenario's rounds run at each. A closed loop of C connections reaches at
+most C / latency. At 64, one worker is at its capacity (its CPU busy all the run, the rate the same at 256);
+two workers, each with half the connections and its requests waiting on group commits, are not: the machine
+has CPU to spare (bench/README.md). So a second worker's gain is read from each server's best rate."""
 QUICK = {"duration": 2, "rounds": 1, "warmup": 1, "uuids": 500}
 DEFAULTS = {"duration": 8, "rounds": 3, "warmup": 2, "uuids": 2000}
 ONE, TWO = "1 worker", "2 workers"
@@ -85,7 +91,7 @@ class WorkersOptions:
     duration: int
     rounds: int
     warmup: int
-    connections: int
+    connections: tuple[int, ...]
     threads: int
     uuids: int
     scenarios: list[Scenario]
@@ -95,12 +101,13 @@ class WorkersOptions:
     bare: bool = True
 
     def bench_options(self) -> Options:
-        """The main benchmark's options for its interleaved rounds (no half load, no tally)."""
+        """The main benchmark's options for its interleaved rounds (no half load, no tally), at the first
+        connection count; WorkersBench.scenario() sets each count in turn."""
         return Options(
             duration=self.duration,
             rounds=self.rounds,
             warmup=self.warmup,
-            connections=self.connections,
+            connections=self.connections[0],
             threads=self.threads,
             workers=1,
             uuids=self.uuids,
@@ -110,7 +117,19 @@ class WorkersOptions:
             adslot_env=self.adslot_env,
             out=self.out,
             tally=False,
+            sweeps=len(self.connections),
         )
+
+
+def parse_connections(raw: str) -> tuple[int, ...]:
+    """`C` or `C,C,...`: distinct positive connection counts, in the order given."""
+    try:
+        counts = tuple(int(part) for part in raw.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected C or C,C,... (connection counts)") from None
+    if any(c < 1 for c in counts) or len(set(counts)) != len(counts):
+        raise argparse.ArgumentTypeError("connection counts must be distinct and at least 1")
+    return counts
 
 
 def parse_args(argv: list[str]) -> WorkersOptions:
@@ -123,7 +142,13 @@ def parse_args(argv: list[str]) -> WorkersOptions:
     p.add_argument(
         "--warmup", type=parse_seconds, help="seconds of ad requests per server before measuring (default 2)"
     )
-    p.add_argument("--connections", type=int, default=64, help="wrk connections (default 64)")
+    p.add_argument(
+        "--connections",
+        type=parse_connections,
+        default=DEFAULT_CONNECTIONS,
+        help="wrk connection counts, each scenario run at each "
+        f"(default {','.join(map(str, DEFAULT_CONNECTIONS))})",
+    )
     p.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
     p.add_argument(
         "--uuids",
@@ -156,8 +181,8 @@ def parse_args(argv: list[str]) -> WorkersOptions:
             setattr(args, name, value)
     if args.rounds < 1 or args.uuids < 1 or args.threads < 1:
         p.error("--rounds, --uuids and --threads must be at least 1")
-    if args.connections < args.threads:
-        p.error("--connections must be at least --threads")
+    if min(args.connections) < args.threads:
+        p.error("every --connections count must be at least --threads")
     names = [n.strip() for chunk in args.scenarios or [] for n in chunk.split(",") if n.strip()]
     try:
         selected = select(names or list(DEFAULT_SCENARIOS))
@@ -183,10 +208,12 @@ BARE = "bare"
 
 
 class WorkersRow(msgspec.Struct):
-    """One scenario on one backend: each server's medians over rounds (and every round), and the speedup."""
+    """One scenario on one backend at one connection count: each server's medians over rounds (and every
+    round), and the speedup."""
 
     scenario: str
     backend: str
+    connections: int
     description: str
     one_worker: Side
     two_workers: Side
@@ -197,10 +224,42 @@ class WorkersRow(msgspec.Struct):
     """Pixel scenarios: each server's records before vs after the rounds (counted, duplicate, late)."""
 
 
+class Capacity(msgspec.Struct):
+    """One scenario on one backend: each server's best rate over the connection counts, and their ratio."""
+
+    scenario: str
+    backend: str
+    one_worker_rps: float
+    one_worker_connections: int
+    two_workers_rps: float
+    two_workers_connections: int
+    speedup: float
+    errors: bool
+    """Some run of the pair answered with errors: its rates do not count as capacity."""
+
+
+def capacities(rows: list[WorkersRow]) -> list[Capacity]:
+    """Per scenario and backend, in the rows' order: each server's highest median rate over the counts."""
+    groups: dict[tuple[str, str], list[WorkersRow]] = {}
+    for row in rows:
+        groups.setdefault((row.scenario, row.backend), []).append(row)
+    out = []
+    for (scenario, backend), group in groups.items():
+        one = max(group, key=lambda r: r.one_worker.rps)
+        two = max(group, key=lambda r: r.two_workers.rps)
+        best_one, best_two = one.one_worker.rps, two.two_workers.rps
+        speedup = best_two / best_one if best_one else 0.0
+        errors = any(r.flags for r in group)
+        out.append(
+            Capacity(scenario, backend, best_one, one.connections, best_two, two.connections, speedup, errors)
+        )
+    return out
+
+
 class WorkersConfig(msgspec.Struct):
     duration_s: int
     warmup_s: int
-    connections: int
+    connections: list[int]
     threads: int
     rounds: int
     uuids: int
@@ -215,6 +274,7 @@ class WorkersReport(msgspec.Struct):
     machine: Machine
     config: WorkersConfig
     backends: dict[str, str]
+    capacity: list[Capacity]
     rows: list[WorkersRow]
     notes: list[str]
 
@@ -229,11 +289,13 @@ def _flags(sides: dict[str, Side]) -> list[str]:
     return flags
 
 
-def make_row(scenario: Scenario, backend: str, measured: dict[str, list[WrkResult]]) -> WorkersRow:
+def make_row(
+    scenario: Scenario, backend: str, connections: int, measured: dict[str, list[WrkResult]]
+) -> WorkersRow:
     one, two = Side.of(measured[ONE]), Side.of(measured[TWO])
     speedup = two.rps / one.rps if one.rps else 0.0
     flags = _flags({ONE: one, TWO: two})
-    return WorkersRow(scenario.name, backend, scenario.description, one, two, speedup, flags)
+    return WorkersRow(scenario.name, backend, connections, scenario.description, one, two, speedup, flags)
 
 
 class WorkersBench:
@@ -245,16 +307,28 @@ class WorkersBench:
     def scenario(
         self, backend: str, targets: list[Target], scenario: Scenario, records: dict[str, Records]
     ) -> None:
-        before = {name: read() for name, read in records.items()}
-        measured = self.bench.run(targets, scenario)
-        row = make_row(scenario, backend, measured)
-        if records:
-            row.proof_of_play = {
-                name: pop_delta(before[name], read()) or {} for name, read in records.items()
-            }
-        self.rows.append(row)
-        errors = "  ERRORS" if row.flags else ""
-        print(f"  {scenario.name}: speedup {row.speedup:.2f} (2 workers / 1 worker){errors}", flush=True)
+        """The scenario's rounds at each connection count in turn, a row each; a pixel list minted for all
+        of them walks on from one count to the next (Bench.offsets), so every fire stays a first fire."""
+        base = self.bench.args
+        try:
+            for connections in self.args.connections:
+                self.bench.args = replace(base, connections=connections)
+                before = {name: read() for name, read in records.items()}
+                measured = self.bench.run(targets, scenario)
+                row = make_row(scenario, backend, connections, measured)
+                if records:
+                    row.proof_of_play = {
+                        name: pop_delta(before[name], read()) or {} for name, read in records.items()
+                    }
+                self.rows.append(row)
+                errors = "  ERRORS" if row.flags else ""
+                print(
+                    f"  {scenario.name} at {connections} connections: speedup {row.speedup:.2f} "
+                    f"(2 workers / 1 worker){errors}",
+                    flush=True,
+                )
+        finally:
+            self.bench.args = base
 
     def backend(self, backend: str, postgres_url: str | None, work: Path) -> None:
         if backend == BARE:
@@ -364,7 +438,8 @@ def notes(rows: list[WorkersRow], machine: Machine, threads: int) -> list[str]:
         for name, pop in (r.proof_of_play or {}).items():
             if pop:
                 pixels.append(
-                    f"{r.backend} {r.scenario} {name}: {pop.get('counted', 0):,} counted, "
+                    f"{r.backend} {r.scenario} at {r.connections} connections, {name}: "
+                    f"{pop.get('counted', 0):,} counted, "
                     f"{pop.get('duplicate', 0):,} duplicates"
                 )
     if pixels:
@@ -393,22 +468,38 @@ def _n(x: float) -> str:
     return f"{x:,.0f}"
 
 
-def _beats(row: WorkersRow) -> str:
-    if row.flags:
+def _beats(speedup: float, errors: bool) -> str:
+    if errors:
         return "no (errors)"
-    return "yes" if row.speedup > 1 else "no"
+    return "yes" if speedup > 1 else "no"
+
+
+def capacity_table(capacity: list[Capacity]) -> str:
+    lines = [
+        "| scenario | backend | 1 worker: best req/s (connections) | 2 workers: best req/s (connections) "
+        "| speedup | 2 beat 1 |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for c in capacity:
+        lines.append(
+            f"| {c.scenario} | {c.backend} | {_n(c.one_worker_rps)} ({c.one_worker_connections}) | "
+            f"{_n(c.two_workers_rps)} ({c.two_workers_connections}) | {c.speedup:.2f} | "
+            f"{_beats(c.speedup, c.errors)} |"
+        )
+    return "\n".join(lines)
 
 
 def table(rows: list[WorkersRow]) -> str:
     lines = [
-        "| scenario | backend | 1 worker req/s | 2 workers req/s | speedup | 2 beat 1 "
+        "| scenario | backend | connections | 1 worker req/s | 2 workers req/s | speedup | 2 beat 1 "
         "| 1 worker p50 / p99 µs | 2 workers p50 / p99 µs | machine CPU busy, 1 / 2 workers |",
-        "|---|---|---:|---:|---:|---|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---|---:|---:|---:|",
     ]
     for r in rows:
         one, two = r.one_worker, r.two_workers
         lines.append(
-            f"| {r.scenario} | {r.backend} | {_n(one.rps)} | {_n(two.rps)} | {r.speedup:.2f} | {_beats(r)} | "
+            f"| {r.scenario} | {r.backend} | {r.connections} | {_n(one.rps)} | {_n(two.rps)} | "
+            f"{r.speedup:.2f} | {_beats(r.speedup, bool(r.flags))} | "
             f"{_n(one.p50_us)} / {_n(one.p99_us)} | {_n(two.p50_us)} / {_n(two.p99_us)} | "
             f"{one.cpu_busy:.0%} / {two.cpu_busy:.0%} |"
         )
@@ -418,15 +509,18 @@ def table(rows: list[WorkersRow]) -> str:
 def cpu_table(rows: list[WorkersRow]) -> str:
     """CPU µs per request of each server's processes and of wrk: where a second worker's cost goes."""
     lines = [
-        "| scenario | backend | server | req/s | workers | ledger writer | PostgreSQL | wrk | all |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+        "| scenario | backend | connections | server | req/s | workers | ledger writer | PostgreSQL | wrk "
+        "| all |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         for name, side in ((ONE, r.one_worker), (TWO, r.two_workers)):
             if not side.cpu_us:
                 continue
             cells = report.cpu_cells(side)
-            lines.append(f"| {r.scenario} | {r.backend} | {name} | {_n(side.rps)} | {cells} |")
+            lines.append(
+                f"| {r.scenario} | {r.backend} | {r.connections} | {name} | {_n(side.rps)} | {cells} |"
+            )
     return "\n".join(lines)
 
 
@@ -436,17 +530,26 @@ def markdown(result: WorkersReport) -> str:
         "# adslot: 1 worker against 2 workers",
         "",
         *report.machine_lines(m),
-        f"wrk: {c.threads} threads, {c.connections} connections, {c.duration_s} s per run, "
-        f"{c.rounds} round(s) (1 and 2 workers interleaved), medians over rounds; "
-        f"ledger writer: {WRITERS.get(c.ledger_writer, c.ledger_writer)}.",
+        f"wrk: {c.threads} threads, {' and '.join(map(str, c.connections))} connections, {c.duration_s} s "
+        f"per run, {c.rounds} round(s) at each connection count (1 and 2 workers interleaved), medians over "
+        f"rounds; ledger writer: {WRITERS.get(c.ledger_writer, c.ledger_writer)}.",
+        "",
+        "Capacity: each server's best rate over the connection counts (medians over rounds), and 2 ÷ 1.",
+        "",
+        capacity_table(result.capacity),
+        "",
+        "Each connection count:",
         "",
         table(result.rows),
         "",
         "What is measured: two real `adslot serve` processes on 127.0.0.1, one with `--workers 1` and "
         "one with `--workers 2`, running side by side, each on its own database (its own SQLite data dir, "
         "or its own PostgreSQL schemas) set up through the CLI. For each scenario wrk drives them in turn "
-        "(1 worker, 2 workers, 1 worker ...) as fast as its connections go; the idle one meanwhile runs "
-        "only its expiry sweep and catalog poll. speedup = req/s with 2 workers / req/s with 1 worker "
+        "(1 worker, 2 workers, 1 worker ...) as fast as its connections go, at each connection count; the "
+        "idle one meanwhile runs only its expiry sweep and catalog poll. wrk is a closed loop: C connections "
+        "reach at most C ÷ latency, so a server whose requests wait on a group commit can be below its "
+        "capacity at few connections, with CPU to spare; its best rate over the counts is what it can "
+        "serve when players offer more than that. speedup = req/s with 2 workers / req/s with 1 worker "
         "(medians over rounds); p50/p99 are each server's medians. Machine CPU busy is the share of all "
         "CPUs' time that was busy (not idle) during the run, from /proc/stat, wrk included: when one worker "
         "already keeps it near 100%, a second worker can only take CPU from the first, its writer and wrk. "
@@ -493,7 +596,7 @@ def main(argv: list[str] | None = None) -> int:
     config = WorkersConfig(
         duration_s=args.duration,
         warmup_s=args.warmup,
-        connections=args.connections,
+        connections=list(args.connections),
         threads=args.threads,
         rounds=args.rounds,
         uuids=args.uuids,
@@ -513,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, previous)
     report.finish(machine)
     all_notes = notes(bench.rows, machine, args.threads) + bench.bench.notes
-    result = WorkersReport(machine, config, backends, bench.rows, all_notes)
+    result = WorkersReport(machine, config, backends, capacities(bench.rows), bench.rows, all_notes)
     json_path, md_path = write(result, args.out)
     print()
     print(markdown(result))

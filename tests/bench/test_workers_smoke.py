@@ -37,28 +37,56 @@ def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
     assert report["backends"]["sqlite"] == "ran"
     assert report["backends"]["postgres"].startswith("skipped")
 
-    bare, row = report["rows"]
-    assert (bare["scenario"], bare["backend"]) == ("impression", "bare")
-    assert bare["flags"] == [] and bare["speedup"] > 0 and bare["proof_of_play"] is None
-    for side in ("one_worker", "two_workers"):
-        stats = bare[side]
-        assert stats["rps"] > 0 and stats["errors"] == 0
-        cpu = stats["cpu_us"]
-        assert cpu["workers"] > 0 and cpu["wrk"] > 0 and cpu.get("ledger writer", 0) == 0, cpu
-    assert (row["scenario"], row["backend"]) == ("impression", "sqlite")
-    assert row["flags"] == [], row["flags"]
-    assert row["speedup"] > 0
-    for side in ("one_worker", "two_workers"):
-        stats = row[side]
-        assert stats["rps"] > 0
-        assert 0 < stats["p50_us"] <= stats["p99_us"]
-        assert stats["errors"] == 0
-        assert len(stats["rounds"]) == 1
-        assert 0 < stats["cpu_busy"] <= 1, "the machine's busy share during the run, from /proc/stat"
-        cpu = stats["cpu_us"]
-        assert set(cpu) == {"workers", "ledger writer", "wrk"}, "no PostgreSQL processes on a SQLite run"
-        assert all(us > 0 for us in cpu.values()), cpu
-    assert set(row["proof_of_play"]) == {"1 worker", "2 workers"}
-    for fires in row["proof_of_play"].values():
-        assert fires["counted"] > 0, fires
-    assert "| impression | sqlite | 2 workers |" in (tmp_path / "workers.md").read_text(), "the CPU table"
+    assert config["connections"] == [64, 256], "the default sweep"
+    rows = report["rows"]
+    assert [(r["backend"], r["connections"]) for r in rows] == [
+        ("bare", 64),
+        ("bare", 256),
+        ("sqlite", 64),
+        ("sqlite", 256),
+    ], "each scenario at each connection count, the bare app's pair first"
+    for bare in rows[:2]:
+        assert bare["scenario"] == "impression"
+        assert bare["flags"] == [] and bare["speedup"] > 0 and bare["proof_of_play"] is None
+        for side in ("one_worker", "two_workers"):
+            stats = bare[side]
+            assert stats["rps"] > 0 and stats["errors"] == 0
+            cpu = stats["cpu_us"]
+            assert cpu["workers"] > 0 and cpu["wrk"] > 0 and cpu.get("ledger writer", 0) == 0, cpu
+    for row in rows[2:]:
+        assert row["scenario"] == "impression"
+        assert row["flags"] == [], row["flags"]
+        assert row["speedup"] > 0
+        for side in ("one_worker", "two_workers"):
+            stats = row[side]
+            assert stats["rps"] > 0
+            assert 0 < stats["p50_us"] <= stats["p99_us"]
+            assert stats["errors"] == 0
+            assert len(stats["rounds"]) == 1
+            assert 0 < stats["cpu_busy"] <= 1, "the machine's busy share during the run, from /proc/stat"
+            cpu = stats["cpu_us"]
+            assert set(cpu) == {"workers", "ledger writer", "wrk"}, "no PostgreSQL processes on a SQLite run"
+            assert all(us > 0 for us in cpu.values()), cpu
+        assert set(row["proof_of_play"]) == {"1 worker", "2 workers"}
+        for name, fires in row["proof_of_play"].items():
+            assert fires["counted"] > 0, fires
+            assert fires["duplicate"] == 0, f"{name}: the list was minted long enough for both counts"
+
+    capacity = report["capacity"]
+    pairs = [(c["scenario"], c["backend"]) for c in capacity]
+    assert pairs == [("impression", "bare"), ("impression", "sqlite")]
+    for c, pair in zip(capacity, (rows[:2], rows[2:]), strict=True):
+        best_one = max(pair, key=lambda r: r["one_worker"]["rps"])
+        best_two = max(pair, key=lambda r: r["two_workers"]["rps"])
+        assert (c["one_worker_rps"], c["one_worker_connections"]) == (
+            best_one["one_worker"]["rps"],
+            best_one["connections"],
+        )
+        assert (c["two_workers_rps"], c["two_workers_connections"]) == (
+            best_two["two_workers"]["rps"],
+            best_two["connections"],
+        )
+        assert c["speedup"] == c["two_workers_rps"] / c["one_worker_rps"] and c["errors"] is False
+    text = (tmp_path / "workers.md").read_text()
+    assert "| impression | sqlite | 256 | 2 workers |" in text, "the CPU table"
+    assert "| impression | sqlite | " in text.split("Each connection count:")[0], "the capacity table"
