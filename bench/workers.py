@@ -99,6 +99,7 @@ class WorkersOptions:
     adslot_env: dict[str, str]
     out: Path
     bare: bool = True
+    sqlite: bool = True
 
     def bench_options(self) -> Options:
         """The main benchmark's options for its interleaved rounds (no half load, no tally), at the first
@@ -163,6 +164,7 @@ def parse_args(argv: list[str]) -> WorkersOptions:
     )
     p.add_argument("--postgres", default=DEFAULT_POSTGRES, metavar="URL", help=f"default {DEFAULT_POSTGRES}")
     p.add_argument("--no-postgres", action="store_true", help="SQLite only")
+    p.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only (for A/B runs of its code)")
     p.add_argument("--no-bare", action="store_true", help="skip the bare app's 1 worker against 2")
     p.add_argument(
         "--adslot-env",
@@ -200,6 +202,7 @@ def parse_args(argv: list[str]) -> WorkersOptions:
         adslot_env=dict(args.adslot_env),
         out=args.out,
         bare=not args.no_bare,
+        sqlite=not args.no_sqlite,
     )
 
 
@@ -605,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
         adslot_env=args.adslot_env,
         ledger_writer=load_settings(probe).ledger_writer,
     )
-    backends, plan = backend_plan(args.postgres)
+    backends, plan = backend_plan(args.postgres, sqlite=args.sqlite)
     if args.bare:
         plan.insert(0, (BARE, None))
     backends = {BARE: "pending" if args.bare else "skipped (--no-bare)", **backends}
