@@ -70,15 +70,21 @@ def parse_env_pair(raw: str) -> tuple[str, str]:
     return name, value
 
 
-def parse_sizes(raw: str) -> tuple[int, ...]:
-    """`N` or `N,N,...`: distinct non-negative row counts, in the order given."""
+def parse_counts(raw: str, *, least: int, what: str) -> tuple[int, ...]:
+    """`N` or `N,N,...`: distinct whole numbers of at least `least`, in the order given (`what` they count
+    names them in the error)."""
     try:
-        sizes = tuple(int(part.replace("_", "")) for part in raw.split(","))
+        counts = tuple(int(part.replace("_", "")) for part in raw.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError("expected N or N,N,... (row counts)") from None
-    if any(n < 0 for n in sizes) or len(set(sizes)) != len(sizes):
-        raise argparse.ArgumentTypeError("row counts must be distinct and at least 0")
-    return sizes
+        raise argparse.ArgumentTypeError(f"expected N or N,N,... ({what})") from None
+    if any(n < least for n in counts) or len(set(counts)) != len(counts):
+        raise argparse.ArgumentTypeError(f"{what} must be distinct and at least {least}")
+    return counts
+
+
+def parse_sizes(raw: str) -> tuple[int, ...]:
+    """--preload's row counts: distinct, 0 or more."""
+    return parse_counts(raw, least=0, what="row counts")
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from bench.runner import (
     Target,
     backend_plan,
     exit_on_signal,
+    parse_counts,
     parse_env_pair,
     parse_seconds,
     pop_delta,
@@ -123,14 +124,8 @@ class WorkersOptions:
 
 
 def parse_connections(raw: str) -> tuple[int, ...]:
-    """`C` or `C,C,...`: distinct positive connection counts, in the order given."""
-    try:
-        counts = tuple(int(part) for part in raw.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected C or C,C,... (connection counts)") from None
-    if any(c < 1 for c in counts) or len(set(counts)) != len(counts):
-        raise argparse.ArgumentTypeError("connection counts must be distinct and at least 1")
-    return counts
+    """--connections: distinct counts, 1 or more."""
+    return parse_counts(raw, least=1, what="connection counts")
 
 
 def parse_args(argv: list[str]) -> WorkersOptions:
