@@ -11,11 +11,13 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from itertools import combinations
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
 from adslot.environment import prepare_database
+from adslot.ledger import postgres_store
 from adslot.ledger.claims import Claim, Claims
 from adslot.ledger.postgres_store import (
     WRITES,
@@ -541,6 +543,82 @@ def test_a_resent_frame_committed_before_is_refused_by_the_unlocked_statement_an
     two_nodes(postgres_ledger, scenario)
     row = postgres_ledger.rows()[made.id]
     assert (row["impression_at"], row["duplicate_count"]) == (PLAY, 0)
+
+
+def test_fires_on_ad_requests_another_node_issued_are_one_unlocked_read_and_one_checked_statement(
+    postgres_ledger: LedgerDatabase,
+) -> None:
+    """A pixel reaching another worker than the one that issued its ad request (or one older than the
+    memory): its state is read without a lock or a transaction, then the batch goes as the one checked
+    statement, and is remembered from there on. A fire on an id with no row is unknown."""
+    made = [record() for _ in range(2)]
+    nowhere = uuid.uuid4()
+
+    async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, seen: list[str]) -> None:
+        assert outcomes(await theirs.apply([Issue(r) for r in made])) == ["issued"] * 2
+        fires = [Fire(r.id, "impression", "wrapper", PLAY) for r in made]
+        verdicts = await ours.apply([*fires, Fire(nowhere, "impression", "wrapper", PLAY)])
+        assert outcomes(verdicts) == ["counted", "counted", "unknown"]
+        assert len(seen) == 2, seen
+        assert "FOR UPDATE" not in seen[0] and "ledger_written(" in seen[1]
+        assert not any(q.strip().upper() in ("BEGIN", "COMMIT") for q in seen)
+        seen.clear()
+        starts = [Fire(r.id, "start", "wrapper", PLAY + 1) for r in made]
+        assert outcomes(await ours.apply([*starts, fires[0]])) == ["counted", "counted", "duplicate"]
+        assert len(seen) == 1 and "ledger_written(" in seen[0], "what it read, it now remembers"
+
+    postgres_ledger.clear()
+    two_nodes(postgres_ledger, scenario)
+    rows = postgres_ledger.rows()
+    assert [(rows[r.id]["impression_at"], rows[r.id]["start_at"]) for r in made] == [(PLAY, PLAY + 1)] * 2
+    assert [rows[r.id]["duplicate_count"] for r in made] == [1, 0]
+    assert nowhere not in rows
+
+
+def test_a_fire_another_node_counts_between_the_unlocked_read_and_the_write_is_a_duplicate_counted_once(
+    postgres_ledger: LedgerDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other node commits the same impression just after this writer read the row: the checked
+    statement finds the row changed and writes nothing, and the batch is read, locked and applied again, so
+    the impression is counted once and this fire is its duplicate."""
+    made = record()
+    read = postgres_store._read_unlocked
+
+    async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, seen: list[str]) -> None:
+        assert outcomes(await theirs.apply([Issue(made)])) == ["issued"]
+
+        async def then_theirs_counts(*args: Any) -> bool:
+            result = await read(*args)
+            counted = await theirs.apply([Fire(made.id, "impression", "wrapper", PLAY)])
+            assert outcomes(counted) == ["counted"]
+            return result
+
+        monkeypatch.setattr(postgres_store, "_read_unlocked", then_theirs_counts)
+        fire = [Fire(made.id, "impression", "wrapper", PLAY + 5)]
+        assert outcomes(await ours.apply(fire)) == ["duplicate"]
+        assert any("FOR UPDATE" in q for q in seen), "applied again, read and locked"
+
+    postgres_ledger.clear()
+    two_nodes(postgres_ledger, scenario)
+    row = postgres_ledger.rows()[made.id]
+    assert (row["impression_at"], row["fired"], row["duplicate_count"]) == (PLAY, 1, 1)
+
+
+def test_a_fire_on_a_settled_ad_request_this_writer_never_saw_is_read_and_locked_and_not_counted(
+    postgres_ledger: LedgerDatabase,
+) -> None:
+    made = record()
+
+    async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, seen: list[str]) -> None:
+        await theirs.apply([Issue(made)])
+        assert outcomes(await theirs.apply([Release(made.id, made.account_id, PLAY - 10)])) == ["released"]
+        assert outcomes(await ours.apply([Fire(made.id, "impression", "wrapper", PLAY)])) == ["released"]
+        assert any("FOR UPDATE" in q for q in seen), "a settled row is read and locked"
+
+    postgres_ledger.clear()
+    two_nodes(postgres_ledger, scenario)
+    row = postgres_ledger.rows()[made.id]
+    assert (row["impression_at"], row["fired"], row["late_count"]) == (None, 0, 1)
 
 
 async def terminate_the_waiting_backend(store: PostgresLedgerStore) -> None:

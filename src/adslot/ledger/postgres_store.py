@@ -22,7 +22,10 @@ it answers), whose UPDATE changes each row only where the fired bits of the even
 still the remembered ones and which fails as a whole, through migration 0008's ledger_written(), when a row
 was left out; the writer then forgets those ad requests and applies the batch again as above. A batch of
 pixels or of uncapped ad requests is then one round trip instead of four or three, and no row lock is
-written before its update.
+written before its update. Fires on ad requests the writer does not remember (issued by another worker or
+node, or older than the memory) take one plain read of their states first, no lock and no transaction, and
+then go as that same checked statement: two round trips instead of four, and the check holds each row to
+what was read exactly as it holds it to what was remembered.
 
 Several batches are in flight at once (the worker's group commit, or the writer process's lanes), and a
 player's quartiles, fired a moment apart, often land in two of them. Each checks only the bits of its own
@@ -107,6 +110,9 @@ batch, not once per row (as executemany's one INSERT per row did)."""
 LOCK_STATE = (
     f"SELECT {', '.join(STATE_COLUMNS)} FROM ad_requests WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE"
 )
+READ_STATE = f"SELECT {', '.join(STATE_COLUMNS)} FROM ad_requests WHERE id = ANY($1::uuid[])"
+"""LOCK_STATE without the lock, the order or a transaction: the states of ad requests this writer does not
+remember, for a batch that then goes as its one checked statement (recall())."""
 LOCK_DUE = (
     f"SELECT {', '.join(STATE_COLUMNS)} FROM ad_requests WHERE "
     + DUE_WHERE.format(before="$1", limit="$2")
@@ -367,17 +373,33 @@ class StaleMemory(Exception):
     """An ad request a batch was resolved on from the writer's memory is no longer as remembered."""
 
 
-def recall(batch: Batch, memory: Remembered, ids: Sequence[uuid.UUID]) -> bool:
-    """Whether `batch` can go as one statement that locks nothing beforehand, resolved on remembered states
-    (which it then holds in batch.current): fires on ad requests this writer remembers unsettled, issues
-    that reserve nothing, no-fills. Releases and the expiry sweep settle, and reservations lock counters:
-    those batches read and lock their rows first. `ids`: the batch's named_ids()."""
+def recall(batch: Batch, memory: Remembered, ids: Sequence[uuid.UUID]) -> list[uuid.UUID] | None:
+    """Whether `batch` can go as one statement that locks nothing beforehand, resolved on known states
+    (which it then holds in batch.current): fires, issues that reserve nothing, no-fills. None when it
+    cannot: releases and the expiry sweep settle, and reservations lock counters, so those batches read
+    and lock their rows first, as do fires on an ad request remembered settled. Else the ids whose state
+    this writer does not remember (a pixel reaching another worker than the one that issued its ad
+    request, or one older than the memory), for _read_unlocked() to read first. `ids`: the batch's
+    named_ids()."""
     if batch.releases or batch.settles or any(issue.claims for issue in batch.issues):
-        return False
+        return None
     found, missing = memory.states(ids)
-    if missing or any(state.settle_reason is not None for state in found.values()):
-        return False
+    if any(state.settle_reason is not None for state in found.values()):
+        return None
     batch.current.update(found)
+    return missing
+
+
+async def _read_unlocked(conn: asyncpg.Connection, batch: Batch, ids: list[uuid.UUID]) -> bool:
+    """The states of `ids` into batch.current, read with no lock and outside a transaction: one round trip
+    where BEGIN, a locking read and COMMIT around the writes take three more. What it reads is only a guess,
+    as the memory is, and the checked statement holds every row to it. False if one is settled (that batch
+    is read and locked instead); an id with no row is an unknown ad request, as in a locking read."""
+    for row in await conn.fetch(READ_STATE, ids):
+        state = current_of(tuple(row)[1:])
+        if state.settle_reason is not None:
+            return False
+        batch.current[row[0]] = state
     return True
 
 
@@ -528,8 +550,9 @@ class PostgresLedgerStore:
     async def _write(
         self, operations: Sequence[Operation], receipts: Sequence[Receipt]
     ) -> tuple[list[Verdict], list[bytes]]:
-        """A batch on remembered ad requests as one unlocked statement, checked row by row; any other, or
-        one whose rows changed behind the memory, read and locked in a transaction. Either waits for the
+        """A batch of fires and plain issues as one unlocked statement, checked row by row, after one
+        unlocked read of the ad requests it does not remember; any other, or one whose rows changed behind
+        what it remembered or read, read and locked in a transaction. Either waits for the
         batches in flight on the same ad requests first. Only committed states are remembered; a failed
         batch leaves the memory as it was (it is checked before it is trusted)."""
         connections, memory = self._connections, self._memory
@@ -537,16 +560,19 @@ class PostgresLedgerStore:
         batch = Batch.of(operations)
         ids = batch.named_ids()
         async with self._ordered.turn(order_keys(batch)):
-            if recall(batch, memory, ids):
+            missing = recall(batch, memory, ids)
+            if missing is not None:
+                recalled = None
                 try:
                     async with connections.lease() as conn:
-                        result = await _apply_recalled(conn, batch, receipts)
+                        if not missing or await _read_unlocked(conn, batch, missing):
+                            recalled = await _apply_recalled(conn, batch, receipts)
                 except StaleMemory:
                     memory.drop(ids)
-                    batch = Batch.of(operations)
-                else:
+                if recalled is not None:
                     memory.commit(batch.current, batch.changes, admitted(batch), merge=True)
-                    return result
+                    return recalled
+                batch = Batch.of(operations)
             committing = False
             try:
                 async with connections.lease() as conn, conn.transaction():
