@@ -80,7 +80,7 @@ WORKERS = {ONE: 1, TWO: 2}
 
 
 WRITERS = {
-    "auto": "auto (a writer process, shared by several workers; a lone PostgreSQL worker writes itself)",
+    "auto": "auto (SQLite: a writer process, shared by several workers; PostgreSQL: each worker writes)",
     "process": "a writer process (one shared by the workers)",
     "worker": "each worker writes itself",
 }

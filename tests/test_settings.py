@@ -332,7 +332,7 @@ def test_play_window_one_second_longer_than_the_skew_is_accepted() -> None:
     assert (settings.play_window_seconds, settings.play_time_skew_seconds) == (121, 120)
 
 
-def test_ledger_writes_stay_in_a_single_worker_on_postgresql_and_go_to_a_writer_process_otherwise() -> None:
+def test_ledger_writes_stay_in_the_workers_on_postgresql_and_go_to_a_writer_process_on_sqlite() -> None:
     settings = load_settings(
         {
             "ADSLOT_DATABASE_URL": "postgresql://db.example/ads",
@@ -344,9 +344,11 @@ def test_ledger_writes_stay_in_a_single_worker_on_postgresql_and_go_to_a_writer_
     assert (writer_for(production, "auto"), writer_for(sandbox, "auto")) == ("worker", "process")
     assert isinstance(make_store(sandbox, settings.ledger_writer), ProcessLedgerStore)
     assert isinstance(make_store(production, settings.ledger_writer), PostgresLedgerStore)
-    # Several workers share one writer process per environment, PostgreSQL's too: one memory for all.
-    assert writer_for(production, "auto", shared=True) == "process"
-    assert in_processes(settings) == [production, sandbox]
+    # Several workers share one writer process per SQLite environment; on PostgreSQL each writes itself.
+    assert writer_for(production, "auto", shared=True) == "worker"
+    assert writer_for(sandbox, "auto", shared=True) == "process"
+    assert in_processes(settings) == [sandbox]
+    assert in_processes(settings.with_overrides(ledger_writer="process")) == [production, sandbox]
     assert in_processes(settings.with_overrides(ledger_writer="worker")) == []
 
 

@@ -19,17 +19,21 @@ def store_for(database_url: str, schema: str | None, *, writes: bool = True) -> 
 
 def writer_for(env: EnvironmentSettings, choice: str, *, shared: bool = False) -> str:
     """Where `env`'s ledger batches are applied: "process" or "worker", with ADSLOT_LEDGER_WRITER's "auto"
-    resolved by its database and by `shared`, whether the server runs several workers (adslot serve
-    --workers N, whose shared writer then serves them all).
+    resolved by its database. `shared`: the server runs several workers (adslot serve --workers N), whose
+    writer process, where there is one, then serves them all.
 
     SQLite's writer does the commit's work itself (the B-tree pages, the WAL, the fsync), so in a process of
-    its own it runs beside the worker instead of holding the worker's GIL. PostgreSQL's does that work in
-    the database server, and asyncpg's I/O is the worker's event loop's own, so beside one worker the hop to
-    a writer process (a frame out and back, a second event loop) costs more than it spares: PostgreSQL's
-    impressions went from 0.61 to 0.80 of the bare app in the worker, tracking from 0.61 to 0.70. Beside
-    several workers one shared writer keeps one memory of the ad requests for all of them: with a memory per
-    worker, a pixel reaching another worker than the one that issued its ad request reads and locks it (2
-    workers' mix 17,040 requests a second with the shared writer, 14,271 without; bench/README.md)."""
+    its own it runs beside the worker instead of holding the worker's GIL, and under several workers one
+    shared writer takes one batch of each into one transaction instead of their taking turns for SQLite's
+    one write lock. PostgreSQL's does that work in the database server, and asyncpg's I/O is the worker's
+    event loop's own, so beside one worker the hop to a writer process (a frame out and back, a second
+    event loop) costs more than it spares: PostgreSQL's impressions went from 0.61 to 0.80 of the bare app
+    in the worker, tracking from 0.61 to 0.70. Under several workers each writes to PostgreSQL itself too
+    (row locks order them, as they order several adslot nodes): a pixel reaching another worker than the
+    one that issued its ad request costs one unlocked read before its one checked statement
+    (postgres_store.recall()). Measured on 2 CPUs with 256 connections, 2 workers over 1, two runs each:
+    impression 1.04 and 1.05, mix 1.27 and 1.07 writing in the workers, against 0.93 and 1.05, 0.96 and
+    1.04 through one shared writer process (bench/README.md, 2026-12-02)."""
     if choice != "auto":
         return choice
-    return "process" if shared or is_sqlite(env.database_url) else "worker"
+    return "process" if is_sqlite(env.database_url) else "worker"
