@@ -67,7 +67,7 @@ def make_store(
     """`writer`: an ADSLOT_LEDGER_WRITER choice (writer_for()); `socket_dir`: where the shared writer
     processes of adslot serve --workers N listen, which a writer process dials instead of starting one of
     its own."""
-    if writer_for(env, writer, shared=socket_dir is not None) == "process":
+    if writer_for(env, writer) == "process":
         reads = store_for(env.database_url, env.database_schema, writes=False)
         socket = None if socket_dir is None else socket_path(socket_dir, env.name)
         return ProcessLedgerStore(reads, env.database_url, env.database_schema, socket)

@@ -10,6 +10,7 @@ import os
 import random
 import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -89,29 +90,44 @@ def test_ten_sigkills_at_random_moments_lose_and_double_count_nothing(
     check_consistent(records_in_database(settings), acked)
 
 
-def test_sigkills_of_the_shared_writer_under_two_workers_lose_and_double_count_nothing(
-    served: tuple[Server, str, Settings],
+def kill_five_times_under_two_workers(
+    served: tuple[Server, str, Settings], seed: int, victim: Callable[[random.Random], int]
 ) -> None:
+    """Five rounds of load on `adslot serve --workers 2`, each ending in a SIGKILL of the process `victim`
+    picks, at a random moment; then every acknowledged write is found once and the state is consistent.
+    Each round needs 10 new acknowledged ad requests, so whatever was killed before has been replaced and
+    is serving."""
     server, key, settings = served
     acked = Acked()
-    rng = random.Random(20261124)
-    server.environ["ADSLOT_LEDGER_WRITER"] = "process"  # PostgreSQL's workers write themselves by default
+    rng = random.Random(seed)
     server.start(workers=2)
     killed: list[int] = []
 
-    def kill_the_writer() -> None:
+    def kill() -> None:
         time.sleep(rng.uniform(0.0, 0.5))
-        (pid,) = [pid for pid, command in server.ledger_writers() if command.endswith("production.sock")]
+        pid = victim(rng)
         os.kill(pid, signal.SIGKILL)
         killed.append(pid)
 
     for _ in range(5):
-        # Each round needs 10 new acknowledged ad requests, so each new writer is proven to be serving.
-        load_until(server, key, acked, kill_the_writer, min_new=10)
-    assert len(set(killed)) == 5, "every round killed a new writer process"
+        load_until(server, key, acked, kill, min_new=10)
+    assert len(set(killed)) == 5, "every round killed a new, live process"
     assert any(len(v) > 1 for v in acked.impressions.values()), "no repeated fire was exercised"
     assert server.terminate() in (0, -signal.SIGTERM)
     check_consistent(records_in_database(settings), acked)
+
+
+def test_sigkills_of_the_shared_writer_under_two_workers_lose_and_double_count_nothing(
+    served: tuple[Server, str, Settings],
+) -> None:
+    server = served[0]
+    server.environ["ADSLOT_LEDGER_WRITER"] = "process"  # PostgreSQL's workers write themselves by default
+
+    def the_writer(_: random.Random) -> int:
+        (pid,) = [pid for pid, command in server.ledger_writers() if command.endswith("production.sock")]
+        return pid
+
+    kill_five_times_under_two_workers(served, 20261124, the_writer)
 
 
 def test_sigkills_of_a_worker_among_two_lose_and_double_count_nothing(
@@ -120,29 +136,16 @@ def test_sigkills_of_a_worker_among_two_lose_and_double_count_nothing(
     """A worker is SIGKILLed mid-load, five times, and its supervisor starts another: on PostgreSQL each
     worker writes its own batches, so the kill lands in the middle of a worker's group commit (on SQLite,
     in the middle of its frames to the shared writer)."""
-    server, key, settings = served
-    acked = Acked()
-    rng = random.Random(20261202)
-    server.start(workers=2)
-    killed: list[int] = []
+    server = served[0]
 
     def workers() -> list[int]:
         return sorted(pid for pid, command in server.descendants() if "multiprocessing.spawn" in command)
 
-    def kill_a_worker() -> None:
-        time.sleep(rng.uniform(0.0, 0.5))
+    def a_worker(rng: random.Random) -> int:
         deadline = time.monotonic() + 30
         while len(running := workers()) < 2 and time.monotonic() < deadline:  # the last one's successor
             time.sleep(0.1)
         assert len(running) == 2, running
-        pid = rng.choice(running)
-        os.kill(pid, signal.SIGKILL)
-        killed.append(pid)
+        return rng.choice(running)
 
-    for _ in range(5):
-        # Each round needs 10 new acknowledged ad requests: the killed worker's successor is serving.
-        load_until(server, key, acked, kill_a_worker, min_new=10)
-    assert len(set(killed)) == 5, "every round killed a live worker"
-    assert any(len(v) > 1 for v in acked.impressions.values()), "no repeated fire was exercised"
-    assert server.terminate() in (0, -signal.SIGTERM)
-    check_consistent(records_in_database(settings), acked)
+    kill_five_times_under_two_workers(served, 20261202, a_worker)

@@ -123,7 +123,7 @@ def in_processes(settings: Settings) -> list[EnvironmentSettings]:
     """The environments whose ledger batches go to a writer process under several workers (writer_for()):
     the ones a shared writer serves; the others' workers write to their database themselves."""
     choice = settings.ledger_writer
-    return [env for env in settings.environments if writer_for(env, choice, shared=True) == "process"]
+    return [env for env in settings.environments if writer_for(env, choice) == "process"]
 
 
 @contextlib.contextmanager

@@ -17,10 +17,10 @@ def store_for(database_url: str, schema: str | None, *, writes: bool = True) -> 
     return PostgresLedgerStore(asyncpg_dsn(database_url), schema)
 
 
-def writer_for(env: EnvironmentSettings, choice: str, *, shared: bool = False) -> str:
+def writer_for(env: EnvironmentSettings, choice: str) -> str:
     """Where `env`'s ledger batches are applied: "process" or "worker", with ADSLOT_LEDGER_WRITER's "auto"
-    resolved by its database. `shared`: the server runs several workers (adslot serve --workers N), whose
-    writer process, where there is one, then serves them all.
+    resolved by its database, whatever the number of workers (under adslot serve --workers N a writer
+    process, where there is one, serves them all).
 
     SQLite's writer does the commit's work itself (the B-tree pages, the WAL, the fsync), so in a process of
     its own it runs beside the worker instead of holding the worker's GIL, and under several workers one
