@@ -41,3 +41,40 @@ def drop_schemas(url: str, schemas: tuple[str, ...]) -> None:
             if not schema.startswith("bench_") or not schema.replace("_", "").isalnum():
                 raise ValueError(f"refusing to drop schema {schema!r}")
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+ACTIVITY_QUERIES: tuple[tuple[str, str], ...] = (
+    (
+        "checkpoints, checkpoint buffers",
+        "SELECT checkpoints_timed + checkpoints_req, buffers_checkpoint FROM pg_stat_bgwriter",
+    ),
+    # PostgreSQL 17 moved the checkpointer's counters to their own view.
+    (
+        "checkpoints, checkpoint buffers",
+        "SELECT num_timed + num_requested, buffers_written FROM pg_stat_checkpointer",
+    ),
+    ("WAL bytes, full-page images", "SELECT wal_bytes::bigint, wal_fpi FROM pg_stat_wal"),
+    (
+        "blocks read, blocks hit",
+        "SELECT blks_read, blks_hit FROM pg_stat_database WHERE datname = current_database()",
+    ),
+)
+"""Server-wide counters that say what PostgreSQL did besides answering: checkpoints and the buffers they
+wrote, the WAL written and how much of it was full-page images (the first change to each page after a
+checkpoint), and the blocks read from outside its shared buffers."""
+
+
+def activity(url: str) -> dict[str, int]:
+    """The counters of ACTIVITY_QUERIES now, by name; a view this server lacks is left out."""
+    found: dict[str, int] = {}
+    with psycopg.connect(url, connect_timeout=10, autocommit=True) as conn:
+        for names, query in ACTIVITY_QUERIES:
+            if names.split(", ")[0] in found:
+                continue
+            try:
+                row = conn.execute(query).fetchone()
+            except psycopg.Error:
+                continue
+            if row is not None:
+                found.update(zip(names.split(", "), (int(v or 0) for v in row), strict=True))
+    return found

@@ -40,6 +40,8 @@ class Side(msgspec.Struct):
     """Median over rounds of the share of the machine's CPU time busy during the run."""
     cpu_us: dict[str, float] = msgspec.field(default_factory=dict)
     """Median over rounds of each process group's CPU µs per request, where the runs measured it."""
+    postgres: dict[str, int] = msgspec.field(default_factory=dict)
+    """PostgreSQL's counters moved during these runs, summed over rounds (bench.postgres.activity)."""
 
     @classmethod
     def of(cls, rounds: list[WrkResult]) -> Side:
@@ -59,6 +61,7 @@ class Side(msgspec.Struct):
                 for name in rounds[0].cpu_us
                 if all(name in r.cpu_us for r in rounds)
             },
+            postgres=_sum(r.postgres for r in rounds),
         )
 
     @property
@@ -239,10 +242,33 @@ def notes(rows: list[Row]) -> list[str]:
                 f"{r.backend} {r.scenario}: adslot answers {a:,.0f} bytes on average, the bare app {b:,.0f}: "
                 "they do not do the same serialization work."
             )
+    busy = [postgres_line(r) for r in rows if r.adslot.postgres or r.bare.postgres]
+    if busy:
+        out.append(
+            "What PostgreSQL did during each scenario's runs, adslot's / the bare app's (which leave it "
+            "idle: what shows there is work left behind by adslot's run before), summed over rounds: "
+            + "; ".join(busy)
+            + "."
+        )
     tails = [f"{r.backend} {r.scenario} {r.bare.tail_ratio:.1f}" for r in rows if r.kind == "half_load"]
     if tails:
         out.append("The bare app's own p99/p50 at half load, for comparison: " + "; ".join(tails) + ".")
     return out
+
+
+def postgres_line(row: Row) -> str:
+    """One row's PostgreSQL counters (bench.postgres.activity), adslot's runs / the bare app's."""
+    a, b = row.adslot.postgres, row.bare.postgres
+
+    def pair(name: str, scale: float = 1.0, unit: str = "") -> str:
+        return f"{a.get(name, 0) / scale:,.0f} / {b.get(name, 0) / scale:,.0f}{unit}"
+
+    return (
+        f"{row.backend} {row.scenario}{' @ half load' if row.kind == 'half_load' else ''}: "
+        f"checkpoints {pair('checkpoints')} ({pair('checkpoint buffers')} buffers), "
+        f"WAL {pair('WAL bytes', 2**20, ' MiB')} ({pair('full-page images')} full-page images), "
+        f"blocks read {pair('blocks read')}"
+    )
 
 
 def _git(*args: str) -> str | None:

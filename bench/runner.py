@@ -21,10 +21,12 @@ from pathlib import Path
 from types import FrameType
 from typing import TypeVar
 
+import msgspec
+
 from adslot.settings import EnvironmentSettings, load_settings
 from bench import growth, report
 from bench.cpu import Pids, measure_cpu, postgres_pids, server_groups
-from bench.postgres import drop_schemas, fresh_schemas, redacted, unreachable_reason
+from bench.postgres import activity, drop_schemas, fresh_schemas, redacted, unreachable_reason
 from bench.report import Config, Row
 from bench.scenarios import SCENARIOS, Scenario, select
 from bench.servers import (
@@ -270,6 +272,8 @@ class Bench:
         self.args = args
         self.wrk = wrk
         self.processes: Processes | None = None
+        self.postgres_url: str | None = None
+        """The backend's PostgreSQL, whose counters each measured run records (None on SQLite)."""
         """When set, the groups of processes whose CPU each run records per request (set per backend)."""
         self.rows: list[Row] = []
         self.notes: list[str] = []
@@ -316,7 +320,16 @@ class Bench:
                 script_args={**target.script_args, **scenario.args, **extra},
             )
 
-        result = load() if self.processes is None else measure_cpu(load, self.processes(target))
+        if self.processes is None:
+            result = load()
+        elif self.postgres_url is None:
+            result = measure_cpu(load, self.processes(target))
+        else:
+            before = activity(self.postgres_url)
+            result = measure_cpu(load, self.processes(target))
+            after = activity(self.postgres_url)
+            moved = {name: after[name] - before[name] for name in after if name in before}
+            result = msgspec.structs.replace(result, postgres=moved)
         if walks:
             self.offsets[where] = result.next_offset
         return result
@@ -364,6 +377,7 @@ class Bench:
         work/uuids-<tag>-<set>.txt latest first (mint_ad_requests())."""
         path = work / f"uuids-{tag}-{scenario.uuid_set}.txt"
         seconds = self.mint_seconds(scenario)
+        before = activity(self.postgres_url) if self.postgres_url else {}
         minted = mint_ad_requests(
             self.wrk,
             url,
@@ -374,6 +388,14 @@ class Bench:
             threads=self.args.threads,
         )
         note = f"{label} {scenario.name}: fires on {len(minted):,} ad requests minted in {seconds} s"
+        if self.postgres_url:
+            after = activity(self.postgres_url)
+            note += (
+                f" (PostgreSQL meanwhile: {after['WAL bytes'] - before['WAL bytes']:,} bytes of WAL, "
+                f"{after['checkpoints'] - before['checkpoints']} checkpoints)"
+                if {"WAL bytes", "checkpoints"} <= before.keys() & after.keys()
+                else ""
+            )
         self.notes.append(note)
         print(f"[{note}]", flush=True)
         return path
@@ -431,6 +453,7 @@ class Bench:
     def backend(self, backend: str, postgres_url: str | None, work: Path) -> None:
         work.mkdir(parents=True)
         self.processes = partial(processes, postgres=postgres_url is not None)
+        self.postgres_url = postgres_url
         sizes = self.args.preload
         side_by_side = len(sizes) > 1
         schemas = {size: fresh_schemas() if postgres_url else None for size in sizes}

@@ -46,6 +46,9 @@ class WrkResult(msgspec.Struct, frozen=True):
     cpu_us: dict[str, float] = msgspec.field(default_factory=dict)
     """CPU µs (user + system) per request by group of processes (the server's workers, its ledger writer,
     PostgreSQL, wrk), from /proc; empty where nothing measured it (the mint, the profile's own runs)."""
+    postgres: dict[str, int] = msgspec.field(default_factory=dict)
+    """How far PostgreSQL's server-wide counters (bench.postgres.activity) moved during the run: checkpoints,
+    WAL, blocks read; empty on SQLite."""
 
     @property
     def error_count(self) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 from bench.report import (
     Config,
     Report,
@@ -11,6 +12,7 @@ from bench.report import (
     growth_notes,
     machine_facts,
     markdown,
+    notes,
     round_ratios,
     table,
 )
@@ -102,3 +104,23 @@ def test_growth_notes_give_the_rate_and_the_cpu_per_request_at_each_size_with_th
     assert "10,000 / 9,500 / 8,500 req/s" in note and "spread 15.0%, NOT within 10%" in note
     cost = "CPU per request (adslot's processes and wrk): 100.0 / 104.0 / 110.0 µs, spread 9.1%."
     assert note.endswith(cost), note
+
+
+def test_postgres_counters_are_summed_over_rounds_into_one_note_per_row_adslot_against_bare() -> None:
+    def counted(rps: float, **moved: int) -> WrkResult:
+        return msgspec.structs.replace(_run(rps), postgres=dict(moved))
+
+    adslot = [
+        counted(10_000, checkpoints=1, **{"WAL bytes": 3 * 2**20, "full-page images": 40, "blocks read": 7}),
+        counted(10_000, checkpoints=0, **{"WAL bytes": 2**20, "full-page images": 2, "blocks read": 0}),
+    ]
+    idle = counted(20_000, checkpoints=0, **{"WAL bytes": 2**19, "full-page images": 0, "blocks read": 0})
+    bare = [idle, idle]
+    row = Row("impression", "postgres", "max", "", Side.of(bare), Side.of(adslot), 0.5, ">= 0.7", False, [])
+    (note,) = [n for n in notes([row]) if n.startswith("What PostgreSQL did")]
+    assert note.endswith(
+        "postgres impression: checkpoints 1 / 0 (0 / 0 buffers), WAL 4 / 1 MiB (42 / 0 full-page images), "
+        "blocks read 7 / 0."
+    )
+    sqlite = _row("max", [_run(20_000)], [_run(10_000)])
+    assert not [n for n in notes([sqlite]) if n.startswith("What PostgreSQL did")]
