@@ -43,19 +43,19 @@ def drop_schemas(url: str, schemas: tuple[str, ...]) -> None:
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
-ACTIVITY_QUERIES: tuple[tuple[str, str], ...] = (
+ACTIVITY_QUERIES: tuple[tuple[tuple[str, ...], str], ...] = (
     (
-        "checkpoints, checkpoint buffers",
+        ("checkpoints", "checkpoint buffers"),
         "SELECT checkpoints_timed + checkpoints_req, buffers_checkpoint FROM pg_stat_bgwriter",
     ),
     # PostgreSQL 17 moved the checkpointer's counters to their own view.
     (
-        "checkpoints, checkpoint buffers",
+        ("checkpoints", "checkpoint buffers"),
         "SELECT num_timed + num_requested, buffers_written FROM pg_stat_checkpointer",
     ),
-    ("WAL bytes, full-page images", "SELECT wal_bytes::bigint, wal_fpi FROM pg_stat_wal"),
+    (("WAL bytes", "full-page images"), "SELECT wal_bytes::bigint, wal_fpi FROM pg_stat_wal"),
     (
-        "blocks read, blocks hit",
+        ("blocks read", "blocks hit"),
         "SELECT blks_read, blks_hit FROM pg_stat_database WHERE datname = current_database()",
     ),
 )
@@ -69,12 +69,17 @@ def activity(url: str) -> dict[str, int]:
     found: dict[str, int] = {}
     with psycopg.connect(url, connect_timeout=10, autocommit=True) as conn:
         for names, query in ACTIVITY_QUERIES:
-            if names.split(", ")[0] in found:
+            if names[0] in found:
                 continue
             try:
                 row = conn.execute(query).fetchone()
             except psycopg.Error:
                 continue
             if row is not None:
-                found.update(zip(names.split(", "), (int(v or 0) for v in row), strict=True))
+                found.update(zip(names, (int(v or 0) for v in row), strict=True))
     return found
+
+
+def moved(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """How far each counter read both times (activity()) moved in between."""
+    return {name: after[name] - before[name] for name in after if name in before}

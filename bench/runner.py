@@ -26,7 +26,7 @@ import msgspec
 from adslot.settings import EnvironmentSettings, load_settings
 from bench import growth, report
 from bench.cpu import Pids, measure_cpu, postgres_pids, server_groups
-from bench.postgres import activity, drop_schemas, fresh_schemas, redacted, unreachable_reason
+from bench.postgres import activity, drop_schemas, fresh_schemas, moved, redacted, unreachable_reason
 from bench.report import Config, Row
 from bench.scenarios import SCENARIOS, Scenario, select
 from bench.servers import (
@@ -272,9 +272,9 @@ class Bench:
         self.args = args
         self.wrk = wrk
         self.processes: Processes | None = None
+        """When set, the groups of processes whose CPU each run records per request (set per backend)."""
         self.postgres_url: str | None = None
         """The backend's PostgreSQL, whose counters each measured run records (None on SQLite)."""
-        """When set, the groups of processes whose CPU each run records per request (set per backend)."""
         self.rows: list[Row] = []
         self.notes: list[str] = []
         self.offsets: dict[tuple[str, str], int] = {}
@@ -322,14 +322,12 @@ class Bench:
 
         if self.processes is None:
             result = load()
-        elif self.postgres_url is None:
-            result = measure_cpu(load, self.processes(target))
         else:
-            before = activity(self.postgres_url)
+            url = self.postgres_url
+            before = activity(url) if url else {}
             result = measure_cpu(load, self.processes(target))
-            after = activity(self.postgres_url)
-            moved = {name: after[name] - before[name] for name in after if name in before}
-            result = msgspec.structs.replace(result, postgres=moved)
+            if url:
+                result = msgspec.structs.replace(result, postgres=moved(before, activity(url)))
         if walks:
             self.offsets[where] = result.next_offset
         return result
@@ -389,13 +387,12 @@ class Bench:
         )
         note = f"{label} {scenario.name}: fires on {len(minted):,} ad requests minted in {seconds} s"
         if self.postgres_url:
-            after = activity(self.postgres_url)
-            note += (
-                f" (PostgreSQL meanwhile: {after['WAL bytes'] - before['WAL bytes']:,} bytes of WAL, "
-                f"{after['checkpoints'] - before['checkpoints']} checkpoints)"
-                if {"WAL bytes", "checkpoints"} <= before.keys() & after.keys()
-                else ""
-            )
+            wrote = moved(before, activity(self.postgres_url))
+            if {"WAL bytes", "checkpoints"} <= wrote.keys():
+                note += (
+                    f" (PostgreSQL meanwhile: {wrote['WAL bytes']:,} bytes of WAL, "
+                    f"{wrote['checkpoints']} checkpoints)"
+                )
         self.notes.append(note)
         print(f"[{note}]", flush=True)
         return path
