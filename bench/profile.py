@@ -392,13 +392,22 @@ def main(argv: list[str] | None = None) -> int:
         metavar="JSON",
         help="cap adslot's campaign, as `python -m bench --caps` does (default uncapped)",
     )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="work in DIR and keep it: py-spy's raw stacks, the servers' logs, the uuid list",
+    )
     args = parser.parse_args(argv)
     (scenario,) = select([args.scenario])
-    with tempfile.TemporaryDirectory(prefix="adslot-profile-") as tmp:
+    with ExitStack() as stack:
+        if args.keep is None:
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="adslot-profile-")))
+        else:
+            work = args.keep
+            work.mkdir(parents=True, exist_ok=True)
         print(
-            profile(
-                scenario, args.seconds, args.rate, args.bare, Path(tmp), args.postgres, args.perf, args.caps
-            )
+            profile(scenario, args.seconds, args.rate, args.bare, work, args.postgres, args.perf, args.caps)
         )
     return 0
 

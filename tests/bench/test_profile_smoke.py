@@ -7,6 +7,7 @@ from /proc) are whole and non-empty, never a figure.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -17,9 +18,18 @@ from tests.conftest import require_postgres
 
 
 @pytest.mark.timeout(900)
-def test_profile_prints_a_microsecond_budget_for_the_worker_and_its_ledger_writer() -> None:
+def test_profile_prints_a_microsecond_budget_for_the_worker_and_its_ledger_writer_and_keeps_its_stacks(
+    tmp_path: Path,
+) -> None:
     require_wrk()
-    stdout = run_bench("bench.profile", "--scenario", "impression", "--seconds", "2", timeout=840)
+    kept = tmp_path / "kept"
+    stdout = run_bench(
+        "bench.profile", "--scenario", "impression", "--seconds", "2", "--keep", str(kept), timeout=840
+    )
+    # --keep leaves py-spy's raw stacks ("frames count" lines) for a look below the buckets.
+    for name in ("worker.txt", "writer.txt"):
+        lines = (kept / name).read_text().splitlines()
+        assert lines and all(re.fullmatch(r".+ \d+", line) for line in lines), name
     assert re.search(r"### impression: adslot \(SQLite, 1 worker\), [\d,]+ req/s", stdout)
     for title in ("worker thread, GIL held", "ledger writer process, busy"):
         assert title in stdout
