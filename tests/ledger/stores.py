@@ -270,7 +270,7 @@ def over_cap(engine: sa.Engine) -> list[tuple[str, int, int, int]]:
         delivery_counters.c.reserved + delivery_counters.c.delivered > delivery_counters.c.cap,
     )
     with engine.connect() as conn:
-        return [tuple(r) for r in conn.execute(query)]  # type: ignore[misc]
+        return [tuple(r) for r in conn.execute(query)]
 
 
 def check_accounting(db: LedgerDatabase) -> int:

@@ -671,7 +671,7 @@ def test_a_writer_process_whose_connection_dies_while_its_frame_may_commit_looks
                 answer_async([("worker", frame)], ours.answer, ours.apply_frames)
             )
             await terminate_the_waiting_backend(theirs)
-        ((_, reply),) = await asyncio.wait_for(answered, 10)
+        ((_source, reply),) = await asyncio.wait_for(answered, 10)
         assert outcomes(decode_verdicts(reply)) == ["counted"]
         assert await ours.answer(b"w" * 16, 1) == reply
 
