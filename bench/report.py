@@ -96,7 +96,9 @@ class Row(msgspec.Struct):
     scenario: str
     backend: str
     kind: str
-    """"max": as fast as wrk's connections go; "half_load": paced at about half of the measured maximum."""
+    """"max": as fast as wrk's connections go (with several connection counts, each server at its best
+    count: capacity_row()); "level": as fast as one of several connection counts goes; "half_load": paced
+    at about half of the measured maximum."""
     description: str
     bare: Side
     adslot: Side
@@ -109,6 +111,8 @@ class Row(msgspec.Struct):
     delay_ms: dict[str, float] | None = None
     proof_of_play: dict[str, int] | None = None
     """adslot's records before vs after the rounds: counted (first fires), duplicates, late."""
+    connections: dict[str, int] = msgspec.field(default_factory=dict)
+    """wrk's connection count each side's figures were measured at ("bare", "adslot")."""
 
 
 class Machine(msgspec.Struct):
@@ -137,7 +141,9 @@ class Machine(msgspec.Struct):
 class Config(msgspec.Struct):
     duration_s: int
     warmup_s: int
-    connections: int
+    connections: list[int]
+    """wrk's connection counts: every max-rate round runs each server at each, and the table compares each
+    server's best (capacity_row())."""
     threads: int
     rounds: int
     workers: int
@@ -161,15 +167,49 @@ class Report(msgspec.Struct):
     notes: list[str]
 
 
-def max_row(scenario: Scenario, backend: str, bare: list[WrkResult], adslot: list[WrkResult]) -> Row:
+def max_row(
+    scenario: Scenario,
+    backend: str,
+    bare: list[WrkResult],
+    adslot: list[WrkResult],
+    connections: int | None = None,
+    kind: str = "max",
+) -> Row:
     b, a = Side.of(bare), Side.of(adslot)
-    ratio = a.rps / b.rps if b.rps else 0.0
     flags = _error_flags(b, a)
+    if kind == "level":
+        flags = [f"at {connections} connections, {flag}" for flag in flags]
+    row = _rate_row(scenario, backend, kind, b, a, flags)
+    if connections is not None:
+        row.connections = {"bare": connections, "adslot": connections}
+    return row
+
+
+def _rate_row(scenario: Scenario, backend: str, kind: str, b: Side, a: Side, flags: list[str]) -> Row:
+    ratio = a.rps / b.rps if b.rps else 0.0
     if scenario.target_ratio is None:
         target, met = "—", None
     else:
         target, met = f">= {scenario.target_ratio:g}", ratio >= scenario.target_ratio and not flags
-    return Row(scenario.name, backend, "max", scenario.description, b, a, ratio, target, met, flags)
+    return Row(scenario.name, backend, kind, scenario.description, b, a, ratio, target, met, flags)
+
+
+def capacity_row(scenario: Scenario, backend: str, levels: list[Row]) -> Row:
+    """The max-rate row of a scenario run at several connection counts ("level" rows): each server at the
+    count where its median rate was highest, as bench.workers reads capacity.
+
+    A closed loop of C connections reaches at most C / latency. A server that acknowledges a write only once
+    its group commit is durable has each answer wait for a commit, so at few connections it leaves CPU idle
+    that more connections (larger batches, the commit's cost shared by more writes) would use; the bare app
+    has nothing to wait for and is at its best sooner. Comparing both at one count measures adslot's
+    latency as much as its throughput; each at its best compares maximum rates, which is what the targets
+    are stated in. Errors at any count flag the row."""
+    bare = max(levels, key=lambda r: r.bare.rps)
+    adslot = max(levels, key=lambda r: r.adslot.rps)
+    flags = [flag for r in levels for flag in r.flags]
+    row = _rate_row(scenario, backend, "max", bare.bare, adslot.adslot, flags)
+    row.connections = {"bare": bare.connections["bare"], "adslot": adslot.connections["adslot"]}
+    return row
 
 
 def half_load_row(
@@ -216,7 +256,12 @@ def _error_flags(bare: Side, adslot: Side) -> list[str]:
 
 def notes(rows: list[Row]) -> list[str]:
     """What a reader of the table needs to know: errors, duplicates, answer sizes, the bare app's tails."""
-    out = [f"ERRORS in {r.backend} {r.scenario} ({r.kind}): {flag}" for r in rows for flag in r.flags]
+    out = [
+        f"ERRORS in {r.backend} {r.scenario} ({r.kind}): {flag}"
+        for r in rows
+        if r.kind != "level"  # its flags are its scenario's max row's too
+        for flag in r.flags
+    ]
     pixels = []
     for r in rows:
         pop = r.proof_of_play
@@ -236,13 +281,15 @@ def notes(rows: list[Row]) -> list[str]:
             "vs after each scenario's rounds: " + "; ".join(pixels) + "."
         )
     for r in rows:
+        if r.kind == "level":
+            continue
         b, a = r.bare.bytes_per_response, r.adslot.bytes_per_response
         if b and abs(a - b) > 0.1 * b:
             out.append(
                 f"{r.backend} {r.scenario}: adslot answers {a:,.0f} bytes on average, the bare app {b:,.0f}: "
                 "they do not do the same serialization work."
             )
-    busy = [postgres_line(r) for r in rows if r.adslot.postgres or r.bare.postgres]
+    busy = [postgres_line(r) for r in rows if r.kind != "level" and (r.adslot.postgres or r.bare.postgres)]
     if busy:
         out.append(
             "What PostgreSQL did during each scenario's runs, adslot's / the bare app's (which leave it "
@@ -360,19 +407,30 @@ def _met(row: Row) -> str:
 
 def round_ratios(row: Row) -> list[float]:
     """A max-rate row's ratio in each round (adslot's run / the bare app's run that began the round, just
-    before it when there is one adslot server): how far the median could move on this machine."""
-    if row.kind != "max":
+    before it when there is one adslot server; each at its row's connection count): how far the median
+    could move on this machine."""
+    if row.kind not in ("max", "level"):
         return []
     return [a.rps / b.rps if b.rps else 0.0 for b, a in zip(row.bare.rounds, row.adslot.rounds, strict=True)]
+
+
+def _counts(row: Row) -> str:
+    """The connection counts of a row's two sides, "64" or "256 / 64" (bare / adslot)."""
+    bare, adslot = row.connections.get("bare"), row.connections.get("adslot")
+    if bare is None or adslot is None:
+        return "—"
+    return str(bare) if bare == adslot else f"{bare} / {adslot}"
 
 
 def table(rows: list[Row]) -> str:
     lines = [
         "| scenario | backend | bare req/s | adslot req/s | ratio | p50 µs | p99 µs | target | met "
-        "| ratio by round |",
-        "|---|---|---:|---:|---:|---:|---:|---|---|---|",
+        "| ratio by round | wrk -c (bare / adslot) |",
+        "|---|---|---:|---:|---:|---:|---:|---|---|---|---|",
     ]
     for row in rows:
+        if row.kind == "level":
+            continue
         if row.kind == "max":
             name, ratio = row.scenario, f"{row.ratio:.2f}" if row.ratio is not None else "—"
         else:
@@ -383,7 +441,28 @@ def table(rows: list[Row]) -> str:
         each = " · ".join(f"{r:.2f}" for r in round_ratios(row)) or "—"
         lines.append(
             f"| {name} | {row.backend} | {_n(row.bare.rps)} | {_n(row.adslot.rps)} | {ratio} | "
-            f"{_n(row.adslot.p50_us)} | {_n(row.adslot.p99_us)} | {row.target} | {_met(row)} | {each} |"
+            f"{_n(row.adslot.p50_us)} | {_n(row.adslot.p99_us)} | {row.target} | {_met(row)} | {each} | "
+            f"{_counts(row)} |"
+        )
+    return "\n".join(lines)
+
+
+def levels_table(rows: list[Row]) -> str:
+    """The max-rate runs at each connection count, both servers at the same count: what the main table's
+    best-of rows were chosen from, and how each server's rate moves with the count."""
+    lines = [
+        "| scenario | backend | wrk -c | bare req/s | adslot req/s | ratio | adslot p50 µs | adslot p99 µs "
+        "| machine busy (bare / adslot) | ratio by round |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for row in rows:
+        if row.kind != "level":
+            continue
+        each = " · ".join(f"{r:.2f}" for r in round_ratios(row)) or "—"
+        lines.append(
+            f"| {row.scenario} | {row.backend} | {_counts(row)} | {_n(row.bare.rps)} | {_n(row.adslot.rps)} "
+            f"| {row.ratio or 0.0:.2f} | {_n(row.adslot.p50_us)} | {_n(row.adslot.p99_us)} "
+            f"| {row.bare.cpu_busy:.0%} / {row.adslot.cpu_busy:.0%} | {each} |"
         )
     return "\n".join(lines)
 
@@ -475,22 +554,32 @@ def markdown(report: Report) -> str:
         "# adslot benchmark",
         "",
         *machine_lines(m),
-        f"wrk: {c.threads} threads, {c.connections} connections, {c.duration_s} s per run, "
-        f"{c.rounds} round(s) (bare and adslot interleaved), medians over rounds; "
-        f"{c.workers} worker(s) for both servers.",
+        f"wrk: {c.threads} threads, {' and '.join(map(str, c.connections))} connections, "
+        f"{c.duration_s} s per run, {c.rounds} round(s) (bare and adslot interleaved"
+        + (", at each connection count in turn" if len(c.connections) > 1 else "")
+        + f"), medians over rounds; {c.workers} worker(s) for both servers.",
         f"adslot's campaign: caps {c.caps} (every ad request reserves, every impression delivers)."
         if c.caps
         else "adslot's campaign: uncapped (no reservation on the measured path; `--caps` measures one).",
         "",
         table(report.rows),
         "",
-        "ratio = adslot req/s / bare req/s at the maximum rate wrk reaches; p50/p99 are adslot's. "
+        "ratio = adslot req/s / bare req/s at the maximum rate wrk reaches (with several connection counts, "
+        "each server's best count, last column: a durable server's answers wait for group commits, so it "
+        "needs more connections in flight than the bare app to reach its maximum); p50/p99 are adslot's. "
         "Half-load rows pace each server at about half of its own measured maximum (their req/s "
         "columns are the rates reached) and compare adslot's p99 with its p50. Ratio by round: each "
         "round's adslot run over the bare app's run that began the round (just before it with one adslot "
         "server; with several, as in growth runs, they follow it in an order rotated each round).",
         "",
     ]
+    if any(row.kind == "level" for row in report.rows):
+        out += [
+            "Each connection count, both servers at the same count (the rows above take each server's best):",
+            "",
+            levels_table(report.rows),
+            "",
+        ]
     if any(row.bare.cpu_us and row.adslot.cpu_us for row in report.rows):
         out += [
             "CPU per request, µs (user + system, from /proc, medians over rounds): the server's worker "

@@ -54,6 +54,8 @@ DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 RESULTS = Path(__file__).resolve().parent / "results"
 QUICK = {"duration": 2, "rounds": 1, "warmup": 1, "uuids": 500}
 DEFAULTS = {"duration": 10, "rounds": 3, "warmup": 2, "uuids": 2000}
+DEFAULT_CONNECTIONS = (64, 256)
+"""wrk's connection counts for the max-rate runs; each server's best is compared (report.capacity_row)."""
 
 
 def parse_seconds(raw: str) -> int:
@@ -84,6 +86,11 @@ def parse_counts(raw: str, *, least: int, what: str) -> tuple[int, ...]:
     return counts
 
 
+def parse_connections(raw: str) -> tuple[int, ...]:
+    """--connections: distinct counts, 1 or more."""
+    return parse_counts(raw, least=1, what="connection counts")
+
+
 def parse_sizes(raw: str) -> tuple[int, ...]:
     """--preload's row counts: distinct, 0 or more."""
     return parse_counts(raw, least=0, what="row counts")
@@ -94,7 +101,9 @@ class Options:
     duration: int
     rounds: int
     warmup: int
-    connections: int
+    connections: tuple[int, ...]
+    """wrk's connection counts: each max-rate round runs every server at each; the first is also the
+    count of the paced half-load runs, the mints and the warm-up."""
     threads: int
     workers: int
     uuids: int
@@ -111,8 +120,13 @@ class Options:
     sqlite: bool = True
     """Run SQLite too (--no-sqlite: PostgreSQL only)."""
     sweeps: int = 1
-    """How many times each scenario's rounds run on its list (bench.workers: once per connection count), so
-    that a pixel list is minted long enough for every sweep to fire first fires only."""
+    """How many times each scenario's rounds run on its list besides the connection counts (bench.workers,
+    which runs each count's rounds on their own), so that a pixel list is minted long enough for every
+    sweep to fire first fires only."""
+
+    @property
+    def base_connections(self) -> int:
+        return self.connections[0]
 
 
 def parse_args(argv: list[str]) -> Options:
@@ -125,7 +139,14 @@ def parse_args(argv: list[str]) -> Options:
     p.add_argument(
         "--warmup", type=parse_seconds, help="seconds of warm-up per server before measuring (default 2)"
     )
-    p.add_argument("--connections", type=int, default=64, help="wrk connections (default 64)")
+    p.add_argument(
+        "--connections",
+        type=parse_connections,
+        default=DEFAULT_CONNECTIONS,
+        metavar="N[,N...]",
+        help="wrk connection counts: every max-rate round runs each server at each, and each server's best "
+        f"is compared (default {','.join(map(str, DEFAULT_CONNECTIONS))})",
+    )
     p.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
     p.add_argument("--workers", type=int, default=1, help="server worker processes, for both (default 1)")
     p.add_argument(
@@ -178,8 +199,8 @@ def parse_args(argv: list[str]) -> Options:
             setattr(args, name, value)
     if args.rounds < 1 or args.uuids < 1 or args.workers < 1 or args.threads < 1:
         p.error("--rounds, --uuids, --workers and --threads must be at least 1")
-    if args.connections < args.threads:
-        p.error("--connections must be at least --threads")
+    if min(args.connections) < args.threads:
+        p.error("every --connections count must be at least --threads")
     names = [n.strip() for chunk in args.scenarios or [] for n in chunk.split(",") if n.strip()]
     try:
         selected = select(names)
@@ -282,28 +303,44 @@ class Bench:
         every request the runs before it sent."""
 
     def run(
-        self, targets: list[Target], scenario: Scenario, delay_ms: dict[str, float] | None = None
-    ) -> dict[str, list[WrkResult]]:
-        """Every round runs each target once, in turn (bare, adslot, bare, adslot ...; round_order())."""
-        results: dict[str, list[WrkResult]] = {t.name: [] for t in targets}
+        self,
+        targets: list[Target],
+        scenario: Scenario,
+        delay_ms: dict[str, float] | None = None,
+        counts: Sequence[int] | None = None,
+    ) -> dict[int, dict[str, list[WrkResult]]]:
+        """Every round runs each target once at each connection count (`counts`, by default all of
+        --connections), in turn: bare, adslot at the first count, bare, adslot at the next ...
+        (round_order()), so that a round's runs at each count are close in time. By count, then target."""
+        counts = tuple(counts or self.args.connections)
+        results: dict[int, dict[str, list[WrkResult]]] = {c: {t.name: [] for t in targets} for c in counts}
         label = scenario.name + (" @ half load" if delay_ms else "")
         for round_no in range(1, self.args.rounds + 1):
-            for target in round_order(targets, round_no):
-                extra = {"delay_ms": f"{delay_ms[target.name]:.3f}"} if delay_ms else {}
-                if self.args.tally:
-                    extra["tally"] = "1"
-                result = self.wrk_run(target, scenario, self.args.duration, extra)
-                results[target.name].append(result)
-                errors = f"  ERRORS {result.error_count} {result.statuses}" if result.error_count else ""
-                print(
-                    f"    {label:<28} round {round_no}/{self.args.rounds} {target.name:<6} "
-                    f"{result.rps:>10,.0f} req/s  p50 {result.p50_us:>7,} µs  "
-                    f"p99 {result.p99_us:>8,} µs{errors}",
-                    flush=True,
-                )
+            for connections in counts:
+                at = f" -c{connections}" if len(counts) > 1 else ""
+                for target in round_order(targets, round_no):
+                    extra = {"delay_ms": f"{delay_ms[target.name]:.3f}"} if delay_ms else {}
+                    if self.args.tally:
+                        extra["tally"] = "1"
+                    result = self.wrk_run(target, scenario, self.args.duration, extra, connections)
+                    results[connections][target.name].append(result)
+                    errors = f"  ERRORS {result.error_count} {result.statuses}" if result.error_count else ""
+                    print(
+                        f"    {label + at:<28} round {round_no}/{self.args.rounds} {target.name:<6} "
+                        f"{result.rps:>10,.0f} req/s  p50 {result.p50_us:>7,} µs  "
+                        f"p99 {result.p99_us:>8,} µs{errors}",
+                        flush=True,
+                    )
         return results
 
-    def wrk_run(self, target: Target, scenario: Scenario, duration: int, extra: dict[str, str]) -> WrkResult:
+    def wrk_run(
+        self,
+        target: Target,
+        scenario: Scenario,
+        duration: int,
+        extra: dict[str, str],
+        connections: int | None = None,
+    ) -> WrkResult:
         where = (target.name, scenario.uuid_set)
         walks = scenario.requests_per_uuid > 0
         if walks:
@@ -315,7 +352,7 @@ class Bench:
                 target.server.url,
                 scenario.script,
                 duration_s=duration,
-                connections=self.args.connections,
+                connections=connections or self.args.base_connections,
                 threads=self.args.threads,
                 script_args={**target.script_args, **scenario.args, **extra},
             )
@@ -336,7 +373,7 @@ class Bench:
         """How long to mint ad requests for a pixel scenario's own list: enough that its runs (the paced
         half-load ones and their trial included) fire each pixel once."""
         args = self.args
-        seconds: float = args.rounds * args.duration * args.sweeps
+        seconds: float = args.rounds * args.duration * args.sweeps * len(args.connections)
         if scenario.half_load and args.half_load:
             seconds += (args.rounds * args.duration + min(3, args.duration)) / 2
         return mint_seconds(seconds, scenario.requests_per_uuid)
@@ -382,7 +419,7 @@ class Bench:
             key,
             seconds,
             path,
-            connections=self.args.connections,
+            connections=self.args.base_connections,
             threads=self.args.threads,
         )
         note = f"{label} {scenario.name}: fires on {len(minted):,} ad requests minted in {seconds} s"
@@ -402,21 +439,31 @@ class Bench:
         row per adslot server, each against the same bare app's runs."""
         before = [subject.totals() for subject in adslots]
         measured = self.run(targets, scenario)
+        best: dict[str, report.Side] = {}
         for subject, was in zip(adslots, before, strict=True):
-            row = report.max_row(scenario, subject.label, measured["bare"], measured[subject.target])
+            row = self.max_row(scenario, subject, measured)
             row.proof_of_play = pop_delta(was, subject.totals())
             self.rows.append(row)
+            best["bare"], best[subject.target] = row.bare, row.adslot
+            at = (
+                f" (wrk -c {row.connections['bare']} / {row.connections['adslot']})"
+                if len(measured) > 1
+                else ""
+            )
             print(
-                f"  {subject.label} {scenario.name}: ratio {row.ratio:.2f} (target {row.target})", flush=True
+                f"  {subject.label} {scenario.name}: ratio {row.ratio:.2f} (target {row.target}){at}",
+                flush=True,
             )
         if scenario.half_load and self.args.half_load:
-            rates = {name: 0.5 * report.Side.of(results).rps for name, results in measured.items()}
+            rates = {name: 0.5 * side.rps for name, side in best.items()}
             if min(rates.values()) <= 0:
                 self.notes.append(f"{scenario.name}: no half-load run, a server reached 0 req/s")
                 return
             delay = {t.name: self.calibrate(t, scenario, rates[t.name]) for t in targets}
             before = [subject.totals() for subject in adslots]
-            paced = self.run(targets, scenario, delay)
+            paced = self.run(targets, scenario, delay, (self.args.base_connections,))[
+                self.args.base_connections
+            ]
             for subject, was in zip(adslots, before, strict=True):
                 half = report.half_load_row(
                     scenario,
@@ -427,24 +474,48 @@ class Bench:
                     {"bare": delay["bare"], "adslot": delay[subject.target]},
                 )
                 half.proof_of_play = pop_delta(was, subject.totals())
+                half.connections = dict.fromkeys(("bare", "adslot"), self.args.base_connections)
                 self.rows.append(half)
                 print(
                     f"  {subject.label} {scenario.name} @ half load: adslot p99/p50 {half.ratio:.1f}",
                     flush=True,
                 )
 
+    def max_row(
+        self, scenario: Scenario, subject: Subject, measured: Mapping[int, Mapping[str, list[WrkResult]]]
+    ) -> Row:
+        """One adslot server's max-rate row; with several connection counts, a "level" row per count (kept
+        in the report) and the row of each server at its best count (report.capacity_row())."""
+        rows = [
+            report.max_row(
+                scenario,
+                subject.label,
+                runs["bare"],
+                runs[subject.target],
+                connections,
+                "level" if len(measured) > 1 else "max",
+            )
+            for connections, runs in measured.items()
+        ]
+        if len(rows) == 1:
+            return rows[0]
+        self.rows += rows
+        return report.capacity_row(scenario, subject.label, rows)
+
     def calibrate(self, target: Target, scenario: Scenario, rate: float) -> float:
-        """The per-connection delay (ms) that paces `target` at about `rate` req/s.
+        """The per-connection delay (ms) that paces `target` at about `rate` req/s, at the first connection
+        count.
 
         connections * 1000 / delay would be exact if answers took no time; a short trial run measures how
         long they do take at that pace, and the delay is shortened by that much.
         """
-        cycle_ms = self.args.connections * 1000 / rate
+        connections = self.args.base_connections
+        cycle_ms = connections * 1000 / rate
         trial_s = min(3, self.args.duration)
         trial = self.wrk_run(target, scenario, trial_s, {"delay_ms": f"{cycle_ms:.3f}"})
         if trial.rps <= 0:
             return cycle_ms
-        answer_ms = self.args.connections * 1000 / trial.rps - cycle_ms
+        answer_ms = connections * 1000 / trial.rps - cycle_ms
         return max(0.5, cycle_ms - max(0.0, answer_ms))
 
     def backend(self, backend: str, postgres_url: str | None, work: Path) -> None:
@@ -607,7 +678,7 @@ def main(argv: list[str] | None = None) -> int:
     config = Config(
         duration_s=args.duration,
         warmup_s=args.warmup,
-        connections=args.connections,
+        connections=list(args.connections),
         threads=args.threads,
         rounds=args.rounds,
         workers=args.workers,

@@ -40,7 +40,7 @@ from bench.runner import (
     Target,
     backend_plan,
     exit_on_signal,
-    parse_counts,
+    parse_connections,
     parse_env_pair,
     parse_seconds,
     pop_delta,
@@ -109,7 +109,7 @@ class WorkersOptions:
             duration=self.duration,
             rounds=self.rounds,
             warmup=self.warmup,
-            connections=self.connections[0],
+            connections=self.connections[:1],
             threads=self.threads,
             workers=1,
             uuids=self.uuids,
@@ -121,11 +121,6 @@ class WorkersOptions:
             tally=False,
             sweeps=len(self.connections),
         )
-
-
-def parse_connections(raw: str) -> tuple[int, ...]:
-    """--connections: distinct counts, 1 or more."""
-    return parse_counts(raw, least=1, what="connection counts")
 
 
 def parse_args(argv: list[str]) -> WorkersOptions:
@@ -310,9 +305,9 @@ class WorkersBench:
         base = self.bench.args
         try:
             for connections in self.args.connections:
-                self.bench.args = replace(base, connections=connections)
+                self.bench.args = replace(base, connections=(connections,))
                 before = {name: read() for name, read in records.items()}
-                measured = self.bench.run(targets, scenario)
+                measured = self.bench.run(targets, scenario)[connections]
                 row = make_row(scenario, backend, connections, measured)
                 if records:
                     row.proof_of_play = {

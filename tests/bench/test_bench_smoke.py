@@ -30,11 +30,14 @@ from bench.servers import (
 REPO = Path(__file__).resolve().parents[2]
 
 
-def require_wrk() -> None:
-    if shutil.which("wrk") is None:
+def require_wrk() -> str:
+    """wrk's path; without it, skip (fail on CI)."""
+    wrk = shutil.which("wrk")
+    if wrk is None:
         if os.environ.get("CI"):
             pytest.fail("CI must run the benchmark smoke test: install wrk (apt-get install wrk)")
         pytest.skip("the benchmark needs wrk on PATH (apt-get install wrk)")
+    return wrk
 
 
 def run_bench(*args: str, timeout: float) -> str:
@@ -65,9 +68,22 @@ def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
     assert report["backends"]["sqlite"] == "ran"
     assert report["backends"]["postgres"].startswith("skipped")
 
-    rows = {(row["scenario"], row["kind"]): row for row in report["rows"]}
+    assert report["config"]["connections"] == [64, 256], "the default counts"
+    levels = [row for row in report["rows"] if row["kind"] == "level"]
+    assert [row["connections"] for row in levels] == [
+        {"bare": 64, "adslot": 64},
+        {"bare": 256, "adslot": 256},
+    ]
+    rows = {(row["scenario"], row["kind"]): row for row in report["rows"] if row["kind"] != "level"}
     assert set(rows) == {("impression", "max"), ("impression", "half_load")}
-    for row in rows.values():
+    # The max row takes each server at the count of its highest rate.
+    best = rows[("impression", "max")]
+    for side in ("bare", "adslot"):
+        fastest = max(levels, key=lambda row: row[side]["rps"])
+        assert best[side] == fastest[side]
+        assert best["connections"][side] == fastest["connections"][side]
+    assert rows[("impression", "half_load")]["connections"] == {"bare": 64, "adslot": 64}
+    for row in [*rows.values(), *levels]:
         assert row["backend"] == "sqlite"
         assert row["flags"] == [], row["flags"]
         assert row["ratio"] is not None and row["ratio"] > 0
@@ -92,7 +108,7 @@ def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
     markdown = (tmp_path / "latest.md").read_text()
     assert "| impression | sqlite | adslot |" in markdown and "| impression | sqlite | bare |" in markdown
     (minted,) = [note for note in report["notes"] if note.startswith("sqlite impression: fires on ")]
-    fired = sum(r["requests"] for r in rows[("impression", "max")]["adslot"]["rounds"])
+    fired = sum(r["requests"] for row in levels for r in row["adslot"]["rounds"])
     assert int(minted.split()[4].replace(",", "")) > fired, minted
 
 
@@ -106,7 +122,7 @@ def test_several_preload_sizes_run_side_by_side_with_one_row_each_and_a_growth_n
     )
     report = json.loads((tmp_path / "latest.json").read_text())
     assert report["config"]["preload"] == [0, 3000]
-    rows = report["rows"]
+    rows = [row for row in report["rows"] if row["kind"] == "max"]
     assert [row["backend"] for row in rows] == ["sqlite, 0 stored", "sqlite, 3,000 stored"]
     assert rows[0]["bare"] == rows[1]["bare"], "both sizes are measured against the same bare app runs"
     for row in rows:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 from bench.servers import PLAY_LEAD_SECONDS, mint_ad_requests
-from bench.wrk import wrk_binary
 
 from adslot.ids import uuid7
 from tests.bench.loopback import KeepAlive, serving
@@ -57,13 +56,11 @@ def recorder() -> Iterator[tuple[str, list[int], list[str]]]:
 def test_a_mint_asks_for_a_play_time_a_lead_after_its_own_end(
     recorder: tuple[str, list[int], list[str]], tmp_path: Path
 ) -> None:
-    require_wrk()
+    wrk = require_wrk()
     url, play_times, _ = recorder
     seconds = 2
     started = time.time()
-    uuids = mint_ad_requests(
-        wrk_binary(), url, "key", seconds, tmp_path / "uuids.txt", connections=2, threads=1
-    )
+    uuids = mint_ad_requests(wrk, url, "key", seconds, tmp_path / "uuids.txt", connections=2, threads=1)
     assert uuids and play_times, "wrk made no request"
     assert len(set(play_times)) == 1, "one prebuilt request for the whole run"
     assert play_times[0] >= int(started) + seconds + PLAY_LEAD_SECONDS
@@ -76,10 +73,10 @@ def test_a_pixel_list_is_fired_latest_first_across_wrks_threads(
 ) -> None:
     """A player fires on the ad request it was just given: the list starts at the last one issued, not
     behind everything minted since its first (mint.lua writes its threads' lists one after the other)."""
-    require_wrk()
+    wrk = require_wrk()
     url, _, issued = recorder
     path = tmp_path / "uuids.txt"
-    returned = mint_ad_requests(wrk_binary(), url, "key", 2, path, connections=4, threads=2)
+    returned = mint_ad_requests(wrk, url, "key", 2, path, connections=4, threads=2)
     listed = path.read_text().split()
     assert returned == listed, "bench.profile fires on the returned list, the benchmark on the file"
     # Every answer wrk read, once; the last few the recorder sent may have been in flight when wrk stopped.

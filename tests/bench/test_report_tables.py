@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import msgspec
 from bench.report import (
-    Config,
     Report,
     Row,
     Side,
@@ -18,24 +17,7 @@ from bench.report import (
 )
 from bench.wrk import WrkResult
 
-
-def _run(rps: float, cpu_us: dict[str, float] | None = None) -> WrkResult:
-    return WrkResult(
-        requests=int(rps * 5),
-        duration_s=5.0,
-        rps=rps,
-        bytes=0,
-        p50_us=1000,
-        p90_us=1500,
-        p99_us=3000,
-        p999_us=4000,
-        max_us=5000,
-        mean_us=1100.0,
-        non2xx=0,
-        socket_errors={},
-        cpu_busy=0.9,
-        cpu_us=cpu_us or {},
-    )
+from tests.bench.runs import config, wrk_run
 
 
 def _row(kind: str, bare: list[WrkResult], adslot: list[WrkResult]) -> Row:
@@ -43,13 +25,17 @@ def _row(kind: str, bare: list[WrkResult], adslot: list[WrkResult]) -> Row:
 
 
 def test_each_round_s_ratio_is_adslot_over_the_bare_run_of_the_same_round() -> None:
-    row = _row("max", [_run(20_000), _run(10_000), _run(16_000)], [_run(10_000), _run(8_000), _run(12_000)])
+    row = _row(
+        "max",
+        [wrk_run(20_000), wrk_run(10_000), wrk_run(16_000)],
+        [wrk_run(10_000), wrk_run(8_000), wrk_run(12_000)],
+    )
     assert round_ratios(row) == [0.5, 0.8, 0.75]
     assert "| 0.50 · 0.80 · 0.75 |" in table([row])
 
 
 def test_a_half_load_row_has_no_ratio_by_round() -> None:
-    row = _row("half_load", [_run(10_000)], [_run(5_000)])
+    row = _row("half_load", [wrk_run(10_000)], [wrk_run(5_000)])
     assert round_ratios(row) == []
     assert table([row]).splitlines()[-1].endswith("| — |")
 
@@ -58,8 +44,8 @@ def test_the_cpu_table_gives_each_group_s_median_and_the_ratio_of_the_machine_s_
     bare = {"workers": 50.0, "ledger writer": 0.0, "wrk": 25.0}
     adslot = {"workers": 45.0, "ledger writer": 35.0, "wrk": 20.0}
     slower = {"workers": 60.0, "ledger writer": 45.0, "wrk": 20.0}
-    runs = [_run(10_000, adslot), _run(9_000, slower), _run(11_000, adslot)]
-    row = _row("max", [_run(20_000, bare)] * 3, runs)
+    runs = [wrk_run(10_000, adslot), wrk_run(9_000, slower), wrk_run(11_000, adslot)]
+    row = _row("max", [wrk_run(20_000, bare)] * 3, runs)
     lines = cpu_table([row]).splitlines()
     bare_line = "| impression | sqlite | bare | 20,000 | 50.0 | 0.0 | — | 25.0 | 75.0 | 90% | — |"
     assert lines[2] == bare_line
@@ -69,33 +55,16 @@ def test_the_cpu_table_gives_each_group_s_median_and_the_ratio_of_the_machine_s_
 
 
 def test_rows_without_cpu_figures_leave_the_cpu_table_and_its_text_out() -> None:
-    row = _row("max", [_run(20_000)], [_run(10_000)])
+    row = _row("max", [wrk_run(20_000)], [wrk_run(10_000)])
     assert len(cpu_table([row]).splitlines()) == 2
     assert "CPU per request" not in markdown(
-        Report(machine_facts([], "wrk"), _config(), {"sqlite": "ran"}, [row], [])
-    )
-
-
-def _config() -> Config:
-    return Config(
-        duration_s=5,
-        warmup_s=1,
-        connections=64,
-        threads=2,
-        rounds=1,
-        workers=1,
-        uuids=100,
-        scenarios=["impression"],
-        half_load=False,
-        postgres_url=None,
-        adslot_env={},
-        tally=False,
+        Report(machine_facts([], "wrk"), config(), {"sqlite": "ran"}, [row], [])
     )
 
 
 def test_growth_notes_give_the_rate_and_the_cpu_per_request_at_each_size_with_their_spreads() -> None:
     def sized(size: str, rps: float, cpu: float) -> Row:
-        row = _row("max", [_run(20_000)], [_run(rps, {"workers": cpu / 2, "ledger writer": cpu / 2})])
+        row = _row("max", [wrk_run(20_000)], [wrk_run(rps, {"workers": cpu / 2, "ledger writer": cpu / 2})])
         row.backend = f"sqlite, {size} stored"
         return row
 
@@ -108,7 +77,7 @@ def test_growth_notes_give_the_rate_and_the_cpu_per_request_at_each_size_with_th
 
 def test_postgres_counters_are_summed_over_rounds_into_one_note_per_row_adslot_against_bare() -> None:
     def counted(rps: float, **moved: int) -> WrkResult:
-        return msgspec.structs.replace(_run(rps), postgres=dict(moved))
+        return msgspec.structs.replace(wrk_run(rps), postgres=dict(moved))
 
     adslot = [
         counted(10_000, checkpoints=1, **{"WAL bytes": 3 * 2**20, "full-page images": 40, "blocks read": 7}),
@@ -122,5 +91,5 @@ def test_postgres_counters_are_summed_over_rounds_into_one_note_per_row_adslot_a
         "postgres impression: checkpoints 1 / 0 (0 / 0 buffers), WAL 4 / 1 MiB (42 / 0 full-page images), "
         "blocks read 7 / 0."
     )
-    sqlite = _row("max", [_run(20_000)], [_run(10_000)])
+    sqlite = _row("max", [wrk_run(20_000)], [wrk_run(10_000)])
     assert not [n for n in notes([sqlite]) if n.startswith("What PostgreSQL did")]

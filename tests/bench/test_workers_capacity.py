@@ -7,16 +7,17 @@ import argparse
 
 import pytest
 from bench.report import Side
-from bench.workers import WorkersRow, capacities, capacity_table, parse_args, parse_connections
+from bench.runner import parse_connections
+from bench.workers import WorkersRow, capacities, capacity_table, parse_args
 
-from tests.bench.test_report_tables import _run
+from tests.bench.runs import wrk_run
 
 
 def _row(
     scenario: str, backend: str, connections: int, one: float, two: float, flags: list[str]
 ) -> WorkersRow:
     return WorkersRow(
-        scenario, backend, connections, "", Side.of([_run(one)]), Side.of([_run(two)]), two / one, flags
+        scenario, backend, connections, "", Side.of([wrk_run(one)]), Side.of([wrk_run(two)]), two / one, flags
     )
 
 
