@@ -370,12 +370,14 @@ class Bench:
         return result
 
     def mint_seconds(self, scenario: Scenario) -> int:
-        """How long to mint ad requests for a pixel scenario's own list: enough that its runs (the paced
-        half-load ones and their trial included) fire each pixel once."""
+        """How long to mint ad requests for a pixel scenario's own list: enough that its max-rate runs at
+        every connection count, or (scenario.paced) its paced half-load runs and their trial, at about half
+        that rate, fire each pixel once."""
         args = self.args
-        seconds: float = args.rounds * args.duration * args.sweeps * len(args.connections)
-        if scenario.half_load and args.half_load:
-            seconds += (args.rounds * args.duration + min(3, args.duration)) / 2
+        if scenario.paced:
+            seconds = (args.rounds * args.duration + min(3, args.duration)) / 2
+        else:
+            seconds = args.rounds * args.duration * args.sweeps * len(args.connections)
         return mint_seconds(seconds, scenario.requests_per_uuid)
 
     def uuids_for(
@@ -422,7 +424,8 @@ class Bench:
             connections=self.args.base_connections,
             threads=self.args.threads,
         )
-        note = f"{label} {scenario.name}: fires on {len(minted):,} ad requests minted in {seconds} s"
+        runs = " @ half load" if scenario.paced else ""
+        note = f"{label} {scenario.name}{runs}: fires on {len(minted):,} ad requests minted in {seconds} s"
         if self.postgres_url:
             wrote = moved(before, activity(self.postgres_url))
             if {"WAL bytes", "checkpoints"} <= wrote.keys():
@@ -434,9 +437,16 @@ class Bench:
         print(f"[{note}]", flush=True)
         return path
 
-    def scenario(self, targets: list[Target], scenario: Scenario, adslots: list[Subject]) -> None:
+    def scenario(
+        self,
+        targets: list[Target],
+        scenario: Scenario,
+        adslots: list[Subject],
+        paced_lists: Callable[[Scenario], list[Target]] | None = None,
+    ) -> None:
         """Max-rate rounds, then (for the latency scenarios) calibrated rounds at about half that rate; one
-        row per adslot server, each against the same bare app's runs."""
+        row per adslot server, each against the same bare app's runs. `paced_lists`: for a pixel scenario,
+        the targets with their lists for the half-load runs (Scenario.paced_list()), minted when called."""
         before = [subject.totals() for subject in adslots]
         measured = self.run(targets, scenario)
         best: dict[str, report.Side] = {}
@@ -459,11 +469,14 @@ class Bench:
             if min(rates.values()) <= 0:
                 self.notes.append(f"{scenario.name}: no half-load run, a server reached 0 req/s")
                 return
-            delay = {t.name: self.calibrate(t, scenario, rates[t.name]) for t in targets}
+            runs = scenario
+            if paced_lists is not None and scenario.requests_per_uuid:
+                runs = scenario.paced_list()
+                targets = paced_lists(runs)
+            delay = {t.name: self.calibrate(t, runs, rates[t.name]) for t in targets}
             before = [subject.totals() for subject in adslots]
-            paced = self.run(targets, scenario, delay, (self.args.base_connections,))[
-                self.args.base_connections
-            ]
+            count = self.args.base_connections
+            paced = self.run(targets, runs, delay, (count,))[count]
             for subject, was in zip(adslots, before, strict=True):
                 half = report.half_load_row(
                     scenario,
@@ -573,21 +586,24 @@ class Bench:
                     self.wrk_run(target, SCENARIOS[0], self.args.warmup, {})
                 # Whose uuid lists each target fires on: its own; the bare app (it answers any) the first's.
                 files["bare"] = files[names[sizes[0]]]
-                for scenario in self.args.scenarios:
+
+                def with_lists(scenario: Scenario) -> list[Target]:
+                    """The targets with the lists `scenario` uses, each adslot server's made on its first
+                    need (the bare app answers any: it fires on the first server's)."""
                     for size in sizes:
                         url, key = adslots[size].url, keys[size]
                         self.uuids_for(files[names[size]], scenario, labels[size], url, key, work, size)
-                    with_uuids = [
+                    return [
                         Target(
                             t.name,
                             t.server,
-                            {
-                                **t.script_args,
-                                "uuids": str(files[t.name][scenario.uuid_set]),
-                            },
+                            {**t.script_args, "uuids": str(files[t.name][scenario.uuid_set])},
                         )
                         for t in targets
                     ]
+
+                for scenario in self.args.scenarios:
+                    with_uuids = with_lists(scenario)
                     subjects = [
                         Subject(
                             names[size],
@@ -598,7 +614,7 @@ class Bench:
                         )
                         for size in sizes
                     ]
-                    self.scenario(with_uuids, scenario, subjects)
+                    self.scenario(with_uuids, scenario, subjects, with_lists)
         finally:
             if postgres_url:
                 for pair in schemas.values():

@@ -6,7 +6,7 @@ speed targets of architecture.md), plus p99 <= 4 x p50 when driven at about half
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 HALF_LOAD_P99_OVER_P50 = 4.0
 
@@ -27,6 +27,15 @@ class Scenario:
     """Requests the script makes per uuid of its list, walked in order across runs (so each pixel is fired
     once while the list lasts); 0: it cycles through the shared list instead."""
     args: dict[str, str] = field(default_factory=dict)
+    paced: bool = False
+    """The paced half-load runs of a pixel scenario (paced_list()), on a list minted just before them."""
+
+    def paced_list(self) -> Scenario:
+        """This pixel scenario for its half-load runs: its own list, minted after the max-rate runs, so
+        that the paced pixels fire, as a player's do, on ad requests issued moments before, not on the
+        far end of the max-rate runs' list (a million ad requests back and more, whose rows neither the
+        ledger writer's memory nor PostgreSQL's shared buffers still hold)."""
+        return replace(self, uuid_set=f"{self.uuid_set}-paced", paced=True)
 
 
 SCENARIOS: tuple[Scenario, ...] = (

@@ -110,6 +110,10 @@ def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
     (minted,) = [note for note in report["notes"] if note.startswith("sqlite impression: fires on ")]
     fired = sum(r["requests"] for row in levels for r in row["adslot"]["rounds"])
     assert int(minted.split()[4].replace(",", "")) > fired, minted
+    # The paced runs fire on a list of their own, minted after the max-rate runs.
+    (paced,) = [n for n in report["notes"] if n.startswith("sqlite impression @ half load: fires on ")]
+    paced_fires = rows[("impression", "half_load")]["proof_of_play"]["counted"]
+    assert int(paced.split()[7].replace(",", "")) > paced_fires, paced
 
 
 @pytest.mark.timeout(1200)

@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 from bench.runner import DEFAULT_CONNECTIONS, Bench, Options, Target, parse_args
 from bench.scenarios import Scenario, select
+from bench.servers import mint_seconds
 from bench.wrk import WrkResult
 
 
@@ -29,6 +30,20 @@ def test_each_count_multiplies_the_seconds_a_pixel_list_is_minted_for() -> None:
     one = parse_args(["--connections", "64", "--no-half-load"])
     two = dataclasses.replace(one, connections=(64, 256))
     assert Bench(two, "wrk").mint_seconds(impression) == 2 * Bench(one, "wrk").mint_seconds(impression)
+
+
+def test_the_half_load_pixels_get_a_list_of_their_own_minted_for_their_runs_alone() -> None:
+    impression = select(["impression"])[0]
+    paced = impression.paced_list()
+    assert paced.paced and not impression.paced
+    assert paced.uuid_set != impression.uuid_set, "its own file and its own walk (Bench.offsets)"
+    assert (paced.name, paced.script, paced.requests_per_uuid) == ("impression", "impression.lua", 1)
+    args = parse_args(["--rounds", "3", "--duration", "8", "--connections", "64,256"])
+    bench = Bench(args, "wrk")
+    # The max-rate list: 3 rounds of 8 s at two counts; the paced one: 3 paced runs and a 3 s trial at
+    # about half the rate. Neither pays for the other's runs any more.
+    assert bench.mint_seconds(impression) == mint_seconds(3 * 8 * 2, 1)
+    assert bench.mint_seconds(paced) == mint_seconds((3 * 8 + 3) / 2, 1)
 
 
 class _Recording(Bench):
