@@ -442,11 +442,12 @@ class Bench:
         targets: list[Target],
         scenario: Scenario,
         adslots: list[Subject],
-        paced_lists: Callable[[Scenario], list[Target]] | None = None,
+        paced_lists: Callable[[Scenario], list[Target]],
     ) -> None:
         """Max-rate rounds, then (for the latency scenarios) calibrated rounds at about half that rate; one
         row per adslot server, each against the same bare app's runs. `paced_lists`: for a pixel scenario,
-        the targets with their lists for the half-load runs (Scenario.paced_list()), minted when called."""
+        the targets with their lists for the half-load runs (Scenario.paced_list()), minted when called:
+        the max-rate list is minted for the max-rate runs alone (mint_seconds())."""
         before = [subject.totals() for subject in adslots]
         measured = self.run(targets, scenario)
         best: dict[str, report.Side] = {}
@@ -470,7 +471,7 @@ class Bench:
                 self.notes.append(f"{scenario.name}: no half-load run, a server reached 0 req/s")
                 return
             runs = scenario
-            if paced_lists is not None and scenario.requests_per_uuid:
+            if scenario.requests_per_uuid:
                 runs = scenario.paced_list()
                 targets = paced_lists(runs)
             delay = {t.name: self.calibrate(t, runs, rates[t.name]) for t in targets}
