@@ -300,7 +300,29 @@ def notes(rows: list[Row]) -> list[str]:
     tails = [f"{r.backend} {r.scenario} {r.bare.tail_ratio:.1f}" for r in rows if r.kind == "half_load"]
     if tails:
         out.append("The bare app's own p99/p50 at half load, for comparison: " + "; ".join(tails) + ".")
+    flushes = [disk_line(r) for r in rows if r.kind != "level" and any(x.disk for x in r.adslot.rounds)]
+    if flushes:
+        out.append(
+            "The disk's own flushes during the runs (bench.hostcost.SyncProbe: a 16 KiB overwrite and "
+            "fdatasync every 50 ms beside the servers), p99 / longest in ms by round, adslot's runs | the "
+            "bare app's. A durable answer waits for a flush: compare these with 4 x adslot's p50, what the "
+            "half-load target allows its p99: " + "; ".join(flushes) + "."
+        )
     return out
+
+
+def disk_line(row: Row) -> str:
+    """One row's probed flushes (WrkResult.disk): each round's p99 / longest in ms, adslot's | the bare
+    app's."""
+
+    def rounds(side: Side) -> str:
+        return " · ".join(
+            f"{r.disk['p99_us'] / 1000:.1f} / {r.disk['max_us'] / 1000:.1f}" if r.disk else "—"
+            for r in side.rounds
+        )
+
+    half = " @ half load" if row.kind == "half_load" else ""
+    return f"{row.backend} {row.scenario}{half}: {rounds(row.adslot)} | {rounds(row.bare)}"
 
 
 def postgres_line(row: Row) -> str:

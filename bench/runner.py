@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -26,6 +26,7 @@ import msgspec
 from adslot.settings import EnvironmentSettings, load_settings
 from bench import growth, report
 from bench.cpu import Pids, measure_cpu, postgres_pids, server_groups
+from bench.hostcost import SyncProbe
 from bench.postgres import activity, drop_schemas, fresh_schemas, moved, redacted, unreachable_reason
 from bench.report import Config, Row
 from bench.scenarios import SCENARIOS, Scenario, select
@@ -119,6 +120,8 @@ class Options:
     """The benchmark campaign's caps (JSON), or None: uncapped, no reservations on the measured path."""
     sqlite: bool = True
     """Run SQLite too (--no-sqlite: PostgreSQL only)."""
+    disk_probe: bool = True
+    """Time the disk's flushes beside every measured run (bench.hostcost.SyncProbe; --no-disk-probe)."""
     sweeps: int = 1
     """How many times each scenario's rounds run on its list besides the connection counts (bench.workers,
     which runs each count's rounds on their own), so that a pixel list is minted long enough for every
@@ -158,6 +161,11 @@ def parse_args(argv: list[str]) -> Options:
         help=f"comma-separated subset of: {', '.join(s.name for s in SCENARIOS)} (default all)",
     )
     p.add_argument("--no-half-load", action="store_true", help="skip the latency runs at half load")
+    p.add_argument(
+        "--no-disk-probe",
+        action="store_true",
+        help="do not time the disk's flushes (20 a second) beside each measured run",
+    )
     p.add_argument("--postgres", default=DEFAULT_POSTGRES, metavar="URL", help=f"default {DEFAULT_POSTGRES}")
     p.add_argument("--no-postgres", action="store_true", help="SQLite only")
     p.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only (for A/B runs of its code)")
@@ -216,6 +224,7 @@ def parse_args(argv: list[str]) -> Options:
         uuids=args.uuids,
         scenarios=selected,
         half_load=not args.no_half_load,
+        disk_probe=not args.no_disk_probe,
         postgres=None if args.no_postgres else args.postgres,
         sqlite=not args.no_sqlite,
         adslot_env=dict(args.adslot_env),
@@ -362,7 +371,10 @@ class Bench:
         else:
             url = self.postgres_url
             before = activity(url) if url else {}
-            result = measure_cpu(load, self.processes(target))
+            with SyncProbe() if self.args.disk_probe else nullcontext() as probe:
+                result = measure_cpu(load, self.processes(target))
+            if probe is not None:
+                result = msgspec.structs.replace(result, disk=probe.summary())
             if url:
                 result = msgspec.structs.replace(result, postgres=moved(before, activity(url)))
         if walks:

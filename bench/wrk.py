@@ -49,6 +49,9 @@ class WrkResult(msgspec.Struct, frozen=True):
     postgres: dict[str, int] = msgspec.field(default_factory=dict)
     """How far PostgreSQL's server-wide counters (bench.postgres.activity) moved during the run: checkpoints,
     WAL, blocks read; empty on SQLite."""
+    disk: dict[str, float] = msgspec.field(default_factory=dict)
+    """The disk's flushes during the run, timed beside the servers (bench.hostcost.SyncProbe.summary()): how
+    many, p50, p99, longest; empty where nothing probed it."""
 
     @property
     def error_count(self) -> int:

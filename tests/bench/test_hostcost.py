@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,24 @@ def test_the_report_header_states_the_flush_cost_and_the_steal() -> None:
     header = "\n".join(report.machine_lines(facts))
     assert f"p50 {facts.sync.p50_us:,.0f} µs" in header
     assert "steal) during the run: 3.1%" in header
+
+
+def test_the_sync_probe_times_a_flush_each_interval_while_it_runs_and_leaves_no_file(tmp_path: Path) -> None:
+    with hostcost.SyncProbe(tmp_path, interval_s=0.01) as probe:
+        time.sleep(0.3)
+        assert len(list(tmp_path.iterdir())) == 1, "one file, rewritten in place"
+    summary = probe.summary()
+    # ~30 intervals in 0.3 s; fewer where flushes are slow, never more than the intervals that passed.
+    assert 2 <= summary["syncs"] <= 31
+    assert 0 < summary["p50_us"] <= summary["p99_us"] <= summary["max_us"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_sync_probe_summary_is_empty_where_it_timed_fewer_than_two_flushes(tmp_path: Path) -> None:
+    with hostcost.SyncProbe(tmp_path / "missing", interval_s=0.01) as unwritable:
+        time.sleep(0.05)
+    assert unwritable.summary() == {}
+    with hostcost.SyncProbe(tmp_path, interval_s=60) as idle:
+        pass
+    assert idle.summary() == {}
+    assert list(tmp_path.iterdir()) == []

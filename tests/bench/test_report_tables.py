@@ -93,3 +93,19 @@ def test_postgres_counters_are_summed_over_rounds_into_one_note_per_row_adslot_a
     )
     sqlite = _row("max", [wrk_run(20_000)], [wrk_run(10_000)])
     assert not [n for n in notes([sqlite]) if n.startswith("What PostgreSQL did")]
+
+
+def test_the_disk_s_probed_flushes_are_one_note_of_each_round_s_p99_and_longest_adslot_against_bare() -> None:
+    def probed(rps: float, p99_us: float, max_us: float) -> WrkResult:
+        disk = {"syncs": 160, "p50_us": 300.0, "p99_us": p99_us, "max_us": max_us}
+        return msgspec.structs.replace(wrk_run(rps), disk=disk)
+
+    adslot = [probed(5_000, 900.0, 1_500.0), probed(5_000, 150_000.0, 431_200.0)]
+    bare = [probed(9_000, 800.0, 1_000.0), wrk_run(9_000)]
+    row = _row("half_load", bare, adslot)
+    (note,) = [n for n in notes([row]) if n.startswith("The disk's own flushes")]
+    assert note.endswith("sqlite impression @ half load: 0.9 / 1.5 · 150.0 / 431.2 | 0.8 / 1.0 · —."), (
+        "each round in order; a round nothing probed shows a dash"
+    )
+    unprobed = _row("max", [wrk_run(20_000)], [wrk_run(10_000)])
+    assert not [n for n in notes([unprobed]) if n.startswith("The disk's own flushes")]
