@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench import hostcost, report
+from tests.conftest import eventually
 
 
 def test_sync_cost_times_every_flush_in_the_given_directory_and_leaves_no_file(tmp_path: Path) -> None:
@@ -49,12 +50,15 @@ def test_the_report_header_states_the_flush_cost_and_the_steal() -> None:
 
 
 def test_the_sync_probe_times_a_flush_each_interval_while_it_runs_and_leaves_no_file(tmp_path: Path) -> None:
-    with hostcost.SyncProbe(tmp_path, interval_s=0.01) as probe:
-        time.sleep(0.3)
+    interval = 0.01
+    started = time.monotonic()
+    with hostcost.SyncProbe(tmp_path, interval_s=interval) as probe:
+        # A flush can stall for hundreds of ms on a busy virtual disk: wait for five, however long they take.
+        assert eventually(lambda: probe.summary().get("syncs", 0) >= 5, 30.0), probe.summary()
         assert len(list(tmp_path.iterdir())) == 1, "one file, rewritten in place"
+    elapsed = time.monotonic() - started
     summary = probe.summary()
-    # ~30 intervals in 0.3 s; fewer where flushes are slow, never more than the intervals that passed.
-    assert 2 <= summary["syncs"] <= 31
+    assert 5 <= summary["syncs"] <= elapsed / interval, "at most one flush an interval"
     assert 0 < summary["p50_us"] <= summary["p99_us"] <= summary["max_us"]
     assert list(tmp_path.iterdir()) == []
 
