@@ -98,11 +98,11 @@ WORKER_BUCKETS: list[Rule] = [
         "handlers: validation, uuid, reply encoding",
         lambda f: (
             any(m in f for m in ("adslot/api/", "adslot/ids.py", "bench/bare_app.py"))
-            and "fastlane.py" not in f
+            and "hot_paths.py" not in f
             and "api/protocol.py" not in f
         ),
     ),
-    ("fast lane: dispatch, query parsing, ASGI send", lambda f: "fastlane.py" in f or "urllib/parse" in f),
+    ("hot paths: dispatch, query parsing", lambda f: "hot_paths.py" in f or "urllib/parse" in f),
     ("protocol lane: routing, task, answer encoding", lambda f: "api/protocol.py" in f),
 ]
 WRITER_BUCKETS: list[Rule] = [

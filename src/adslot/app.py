@@ -5,14 +5,19 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from adslot.api.fastlane import ASGIApp, Receive, Scope, Send, fast_lane
 from adslot.api.http import build_litestar
 from adslot.collector import settle_heap
 from adslot.environment import Environment
 from adslot.settings import Settings, load_settings
 
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 log = logging.getLogger(__name__)
 STOPPED_CLEANLY = "adslot stopped cleanly: every acknowledged write is committed"
 
@@ -28,13 +33,11 @@ class AdslotApp:
         self._mounts: list[tuple[str, ASGIApp]] = []
         for env in self._by_mount:
             litestar: ASGIApp = build_litestar(env)  # type: ignore[assignment]
-            self._mounts.append(
-                (env.config.mount_path, fast_lane(env, litestar) if settings.fast_lane else litestar)
-            )
+            self._mounts.append((env.config.mount_path, litestar))
 
     def lanes(self) -> list[tuple[str, Environment]]:
         """(mount path, environment), longest mount first, for the HTTP protocol's hot lane
-        (api/protocol.py); none when the fast lane is switched off (ADSLOT_FAST_LANE)."""
+        (api/protocol.py); none when it is switched off (ADSLOT_FAST_LANE)."""
         if not self.settings.fast_lane:
             return []
         return [(env.config.mount_path, env) for env in self._by_mount]

@@ -123,6 +123,25 @@ def _cleared(names: tuple[str, ...], lists: frozenset[str] = frozenset()) -> dic
     return {name: [] if name in lists else None for name in names}
 
 
+def _http_protocol(version: str) -> Any:
+    """adslot's HTTP protocol with its hot lane, or uvicorn's own where this uvicorn lacks what the lane
+    uses (api/protocol.py's INTERNALS): every request then goes through the framework, slower but whole."""
+    try:
+        from adslot.api.protocol import AdslotHttpProtocol, missing_internals
+
+        missing = missing_internals()
+    except ImportError as exc:
+        missing = [str(exc)]
+    if missing:
+        click.echo(
+            f"warning: uvicorn {version} lacks what adslot's hot lane uses ({', '.join(missing)}); "
+            "serving every request through the framework",
+            err=True,
+        )
+        return "httptools"
+    return AdslotHttpProtocol
+
+
 @click.group()
 def main() -> None:
     """adslot: an ad server for digital-out-of-home screens."""
@@ -136,8 +155,6 @@ def main() -> None:
 def serve(host: str | None, port: int | None, workers: int, log_level: str) -> None:
     """Migrate both environments, seed the sandbox, print how to reach them and serve."""
     import uvicorn
-
-    from adslot.api.protocol import AdslotHttpProtocol
 
     if host:
         os.environ["ADSLOT_HOST"] = host
@@ -166,7 +183,7 @@ def serve(host: str | None, port: int | None, workers: int, log_level: str) -> N
         "host": settings.host,
         "port": settings.port,
         "loop": "uvloop" if sys.platform != "win32" else "asyncio",
-        "http": AdslotHttpProtocol,
+        "http": _http_protocol(uvicorn.__version__),
         "log_level": log_level,
         "access_log": False,
         "timeout_graceful_shutdown": 10,

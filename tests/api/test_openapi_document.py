@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from adslot.api.fastlane import AD_REQUEST_PATHS, CALLBACK_PATHS, TRACKING_PATHS, VAST_PREFIX
+from adslot.routes import AD_REQUEST_PATHS, IMPRESSION_PATHS, TRACKING_PATHS, VAST
 from tests.conftest import LiveServer
 
 ENVIRONMENTS = ["production", "sandbox"]
@@ -118,11 +118,11 @@ def test_document_lists_every_endpoint_with_its_methods_and_nothing_else(documen
     assert set(operations(document)) == HOT | MANAGEMENT
 
 
-def test_every_path_the_fast_lane_serves_is_documented(document: dict[str, Any]) -> None:
+def test_every_path_the_hot_lane_serves_is_documented(document: dict[str, Any]) -> None:
     documented = {path for _, path in operations(document)}
-    for path in AD_REQUEST_PATHS | CALLBACK_PATHS | TRACKING_PATHS:
+    for path in AD_REQUEST_PATHS | IMPRESSION_PATHS | TRACKING_PATHS:
         assert path.rstrip("/") in documented
-    assert f"{VAST_PREFIX}{{ad_request_uuid}}" in documented
+    assert f"{VAST}{{ad_request_uuid}}" in documented
 
 
 def test_every_operation_has_a_unique_operation_id(document: dict[str, Any]) -> None:

@@ -16,7 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
-from adslot.api.fastlane import ASGIApp, Receive, Scope, Send
+from adslot.api import protocol
+from adslot.api.protocol import missing_internals
+from adslot.app import ASGIApp, Receive, Scope, Send
 from adslot.storage.failures import LedgerUnavailable
 from tests.conftest import PROD_VENUE, LiveServer, play_time
 from tests.contract.support import AD_REQUEST, issue
@@ -262,3 +264,28 @@ def test_ad_requests_in_the_lane_answer_413_past_the_body_limit_and_keep_the_con
     assert answers[1][1]["content-type"].startswith("application/xml")
     assert "x-ad-request-uuid" in answers[1][1]
     assert "vast_tag" in json.loads(answers[2][2])["data"]
+
+
+def test_this_uvicorn_has_every_internal_the_hot_lane_uses() -> None:
+    """Fails on a uvicorn release that dropped or renamed something the lane extends or reads: widen the
+    pin in pyproject.toml only once the lane is checked against it."""
+    assert missing_internals() == []
+
+
+def test_an_internal_a_uvicorn_release_lacks_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    changed = {**protocol.INTERNALS, "HttpToolsProtocol": (*protocol.INTERNALS["HttpToolsProtocol"], "lane")}
+    monkeypatch.setattr(protocol, "INTERNALS", changed)
+    assert missing_internals() == ["HttpToolsProtocol.lane"]
+
+
+def test_serve_falls_back_to_uvicorn_s_own_protocol_where_the_lane_s_internals_are_missing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from adslot.cli import _http_protocol
+
+    assert _http_protocol("0.54.0") is protocol.AdslotHttpProtocol
+    monkeypatch.setattr(protocol, "missing_internals", lambda: ["HttpToolsProtocol.cycle"])
+    assert _http_protocol("9.9.9") == "httptools"
+    assert (
+        "uvicorn 9.9.9 lacks what adslot's hot lane uses (HttpToolsProtocol.cycle)" in capsys.readouterr().err
+    )

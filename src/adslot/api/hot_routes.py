@@ -28,6 +28,7 @@ from litestar.openapi.spec import (
 )
 from litestar.params import HeaderParameter, PathParameter, QueryParameter
 
+from adslot import routes
 from adslot.api.ad_request import FORMATS, handle_ad_request
 from adslot.api.adapters import env_of, reply_response
 from adslot.api.auth import HEADER, authenticate
@@ -147,7 +148,7 @@ AdRequestUuidPath = Annotated[
 
 
 @post(
-    ["/api/v1/ad/request", "/ad/request"],
+    [routes.AD_REQUEST, routes.AD_REQUEST_SHORT],
     operation_id=lambda _handler, _method, parts: (
         "createAdRequest" if "api" in parts else "createAdRequestShort"
     ),
@@ -209,7 +210,7 @@ async def ad_request(
 
 
 @get(
-    "/api/v1/ad/vast/{ad_request_uuid:str}",
+    routes.VAST + "{ad_request_uuid:str}",
     operation_id="getInlineVast",
     summary="The inline VAST 2.0 of an ad request (the wrapper's VASTAdTagURI)",
     description="Players parse XML, so failures answer an empty VAST 2.0 document and the error code in the "
@@ -247,10 +248,10 @@ TRACKING_DOC = documented(required=("ad_request_uuid", "event"))
 
 
 @get(
-    "/api/v1/ad/callback/",
+    routes.IMPRESSION,
     operation_id="fireImpression",
     summary="Impression pixel (the VAST Impression URL)",
-    description="The VAST carries it with a trailing slash (`/api/v1/ad/callback/`); both forms are served.",
+    description=f"The VAST carries it with a trailing slash (`{routes.IMPRESSION}`); both forms are served.",
     tags=["proof of play"],
     responses=EVENT_RESPONSES,
     operation_class=PIXEL_DOC,
@@ -264,11 +265,10 @@ async def impression(
 
 
 @get(
-    "/api/v1/ad/tracking/video/",
+    routes.TRACKING,
     operation_id="fireTrackingEvent",
     summary="Quartile tracking pixel (the VAST Tracking URLs)",
-    description="The VAST carries it with a trailing slash (`/api/v1/ad/tracking/video/`); both forms are "
-    "served.",
+    description=f"The VAST carries it with a trailing slash (`{routes.TRACKING}`); both forms are served.",
     tags=["proof of play"],
     responses=EVENT_RESPONSES,
     operation_class=TRACKING_DOC,
@@ -291,7 +291,7 @@ def _head(reply: Reply) -> Response[None]:
 
 
 @head(
-    "/api/v1/ad/callback/",
+    routes.IMPRESSION,
     operation_id="fireImpressionHead",
     tags=["proof of play"],
     summary="Impression pixel fired with HEAD",
@@ -307,7 +307,7 @@ async def impression_head(
 
 
 @head(
-    "/api/v1/ad/tracking/video/",
+    routes.TRACKING,
     operation_id="fireTrackingEventHead",
     tags=["proof of play"],
     summary="Tracking pixel fired with HEAD",
@@ -328,7 +328,7 @@ async def tracking_head(
 
 
 @get(
-    "/api/v1/ad/request/{ad_request_uuid:str}",
+    routes.AD_REQUEST + "/{ad_request_uuid:str}",
     operation_id="getAdRequest",
     summary="The stored Proof-of-Play record of one of your ad requests",
     tags=["ad request"],
@@ -362,7 +362,7 @@ async def get_record(
 
 
 @post(
-    "/api/v1/ad/request/{ad_request_uuid:str}/release",
+    routes.AD_REQUEST + "/{ad_request_uuid:str}/release",
     operation_id="releaseAdRequest",
     summary="Give an unplayed ad request back, freeing its reservation at once",
     description=(

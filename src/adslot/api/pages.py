@@ -14,12 +14,12 @@ from litestar.exceptions import NotFoundException
 from litestar.params import PathParameter
 from litestar.serialization import encode_json
 
+from adslot import routes
 from adslot.api.adapters import env_of
 
 PAGE = (Path(__file__).parent.parent / "playground" / "page.html").read_text(encoding="utf-8")
 MEDIA_DIR = Path(__file__).parent.parent / "sandbox" / "assets"
 ASSET_NAMES = frozenset({"swagger-ui.css", "swagger-ui-bundle.js"})
-AD_REQUEST_PATHS = ("/api/v1/ad/request", "/ad/request")
 FileName = Annotated[str, PathParameter()]
 
 
@@ -79,7 +79,7 @@ async def openapi_document(request: Request[Any, Any, Any]) -> Response[bytes]:
     env = env_of(request)
     document: dict[str, Any] = request.app.openapi_schema.to_schema()
     document["servers"] = [{"url": env.base_url, "description": env.name}]
-    for path in AD_REQUEST_PATHS:
+    for path in sorted(routes.AD_REQUEST_PATHS):
         operation = document.get("paths", {}).get(path, {}).get("post", {})
         body = (
             operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})

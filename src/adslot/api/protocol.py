@@ -7,35 +7,42 @@ checks one by one, and two socket writes. Measured on 2 cores with wrk -c64, a b
 `on_message_complete` served 2.3x the requests a second of the same answer through uvicorn's ASGI path
 (bench/README.md), so that machinery, not adslot's handler, was most of a pixel's CPU in the worker.
 
-This protocol serves the exact hot paths (POST of the ad request, GET and HEAD of the impression and tracking
-pixels, GET of the inline VAST; `fastlane.ad_request_route`, `pixel_route` and `inline_vast_route`, which
-the ASGI fast lane uses too, so both run the same handler) as soon as a request's message is complete: one
-task for the handler (none for a pixel: its fire goes to the ledger's group commit at once and its answer is
-made in the verdict's done-callback), one write of status line, headers and body. An ad
-request's body is kept up to one byte past ADSLOT_MAX_BODY_BYTES (enough to answer 413), the rest read and
-dropped. Anything else, and any request it is not sure of (a percent-escaped or absolute URL, `Expect`, a
-connection with a request already in flight or whose client is not reading its answers, access logging or a
-concurrency limit switched on), goes the ordinary way through ASGI to the fast lane and Litestar, which
-answer the same paths identically.
+This protocol serves the exact hot paths (POST of the ad request, GET and HEAD of the impression and
+tracking pixels, GET of the inline VAST; routes.py names them, `hot_paths.ad_request_route`, `pixel_route`
+and `inline_vast_route` route them to the handlers the framework's routes call too) as soon as a request's
+message is complete: one task for the handler (none for a pixel: its fire goes to the ledger's group commit
+at once and its answer is made in the verdict's done-callback), one write of status line, headers and body.
+An ad request's body is kept up to one byte past ADSLOT_MAX_BODY_BYTES (enough to answer 413), the rest read
+and dropped. Anything else, and any request it is not sure of (a percent-escaped or absolute URL, `Expect`,
+a connection with a request already in flight or whose client is not reading its answers, access logging or
+a concurrency limit switched on), goes the ordinary way through ASGI to Litestar, which answers the same
+paths identically.
 
 HTTP/1.1 semantics stay uvicorn's: while a hot answer is pending, a stand-in cycle makes pipelined requests
 queue behind it (answers leave in request order), keep-alive and `Connection: close` are honoured, and a
 graceful shutdown waits for the answer (the task is in the server's task set, the connection open until it
 is written). The default headers (`date`, `server`) are uvicorn's own.
+
+This module is the one place that knows uvicorn's internals: the protocol class it extends, the attributes
+of it and of its request cycle that it reads and sets (INTERNALS). pyproject.toml pins uvicorn to the
+releases they were checked against; `missing_internals()` names any that a uvicorn release no longer has, a
+test fails on it, and `adslot serve` then runs uvicorn's own protocol (every request through Litestar)
+instead of a lane that would break.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 from uvicorn.config import Config
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+from uvicorn.protocols.http.flow_control import FlowControl
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol, RequestResponseCycle
 from uvicorn.server import ServerState
 
-from adslot.api.fastlane import (
-    AD_REQUEST_PATHS,
+from adslot.api.hot_paths import (
     Begin,
     Handler,
     ad_request_route,
@@ -46,6 +53,60 @@ from adslot.api.fastlane import (
 from adslot.api.proof_of_play import Pending
 from adslot.api.reply import NO_STORE, Reply, failure_reply
 from adslot.environment import Environment
+from adslot.routes import AD_REQUEST_PATHS
+
+INTERNALS: dict[str, tuple[str, ...]] = {
+    "HttpToolsProtocol": (
+        "on_headers_complete",
+        "on_body",
+        "on_message_complete",
+        "on_response_complete",
+        "app",
+        "access_log",
+        "cycle",
+        "expect_100_continue",
+        "flow",
+        "headers",
+        "limit_concurrency",
+        "loop",
+        "parser",
+        "pipeline",
+        "server_state",
+        "tasks",
+        "transport",
+        "url",
+    ),
+    "FlowControl": ("write_paused",),
+    "ServerState": ("default_headers",),
+    "RequestResponseCycle": (
+        "body",
+        "disconnected",
+        "keep_alive",
+        "message_event",
+        "more_body",
+        "response_complete",
+    ),
+}
+"""What the hot lane reads, sets or overrides of uvicorn's, by class: its protocol's methods and
+attributes, the flow control and server state it reads, and what uvicorn reads of a request cycle (which
+_Answering stands in for)."""
+
+
+def missing_internals() -> list[str]:
+    """Each of INTERNALS that this uvicorn no longer has: neither a class member nor an attribute its own
+    code sets or reads (`self.name`)."""
+    classes: dict[str, type] = {
+        "HttpToolsProtocol": HttpToolsProtocol,
+        "FlowControl": FlowControl,
+        "ServerState": ServerState,
+        "RequestResponseCycle": RequestResponseCycle,
+    }
+    missing = []
+    for class_name, names in INTERNALS.items():
+        owner = classes[class_name]
+        source = inspect.getsource(owner)
+        missing += [f"{class_name}.{n}" for n in names if not hasattr(owner, n) and f"self.{n}" not in source]
+    return missing
 
 
 class _NoEvent:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from adslot import routes
+
 QUARTILE_EVENTS = ("start", "firstQuartile", "midpoint", "thirdQuartile", "complete")
 EVENTS = ("impression", *QUARTILE_EVENTS)
 
 
 def vast_url(base_url: str, ad_request_uuid: str) -> str:
-    return f"{base_url}/api/v1/ad/vast/{ad_request_uuid}"
+    return f"{base_url}{routes.VAST}{ad_request_uuid}"
 
 
 def impression_url(base_url: str, ad_request_uuid: str) -> str:
-    return f"{base_url}/api/v1/ad/callback/?ad_request_uuid={ad_request_uuid}"
+    return f"{base_url}{routes.IMPRESSION}?ad_request_uuid={ad_request_uuid}"
 
 
 def tracking_url(base_url: str, ad_request_uuid: str, event: str) -> str:
-    return f"{base_url}/api/v1/ad/tracking/video/?ad_request_uuid={ad_request_uuid}&event={event}"
+    return f"{base_url}{routes.TRACKING}?ad_request_uuid={ad_request_uuid}&event={event}"
