@@ -1,7 +1,7 @@
 """`python -m bench.bare_serve APP --port P --workers N`: the bare app under adslot's own supervisor.
 
 uvicorn's `--workers N` shares one listening socket, and the worker that wakes first accepts nearly every
-keep-alive connection (src/adslot/workers.py says what was measured); `adslot serve --workers N` gives each
+keep-alive connection (src/adslot/workers.py says why); `adslot serve --workers N` gives each
 worker a socket of its own (SO_REUSEPORT) instead. A bare app with N workers compared with adslot's N must
 spread its connections the same way, so it runs under the same supervisor (adslot.workers), on the same
 stack as bench/servers.py's bare_command: uvloop, httptools, no access log, lifespan on.

@@ -48,9 +48,9 @@ def used_between(
     before: dict[int, tuple[float, float]], after: dict[int, tuple[float, float]], *, started: bool = False
 ) -> tuple[float, float]:
     """(user, system) CPU seconds the processes read at both ends used in between. One that exited meanwhile
-    (a PostgreSQL backend whose connection closed) is left out, its last CPU gone with it: summing the group
-    at each end instead subtracted its whole lifetime's CPU, and gave negative figures. With `started`, one
-    read only at the end started in between, so all its CPU counts: the group was listed again at the end
+    (a PostgreSQL backend whose connection closed) is left out, its last CPU gone with it (summing the group
+    at each end would subtract its whole lifetime's CPU and could give negative figures). With `started`,
+    one read only at the end started in between, so all its CPU counts: the group was listed again at the end
     (a connection pool replaces its PostgreSQL connections, asyncpg's after 50,000 queries each)."""
     user = system = 0.0
     for pid, (u, s) in after.items():

@@ -1,8 +1,9 @@
 """What the machine charges for what a durable pixel cannot avoid: a disk flush, and CPU the host takes back.
 
-Sessions run on different virtual machines, and the same code's pixel ratios moved 0.55-0.72 between them:
-a flush cost 79 µs on one and 293 µs (121 µs of CPU) on the next. Every report now states both figures in its
-header, so two reports can be told apart by their machines before their code is compared.
+A durable pixel pays for a flush per batch and shares the CPUs, so these two figures account for most of
+why the same code's pixel ratios differ between virtual machines (a flush costs tens of µs on one and
+hundreds, much of it CPU, on another). Every report states both in its header, so two reports can be told
+apart by their machines before their code is compared.
 """
 
 from __future__ import annotations

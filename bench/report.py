@@ -356,8 +356,8 @@ def _git(*args: str) -> str | None:
 
 
 MEASURED = ("--", ".", ":(exclude)bench/results")
-"""What a run measures: the tree but the benchmark's own reports, which an earlier run rewrote and which
-change nothing measured (a run from a worktree that had made a report called itself dirty)."""
+"""What a run measures: the tree but the benchmark's own reports, which every run rewrites and which
+change nothing measured (so a worktree holding a fresh report does not call itself dirty)."""
 
 
 def _diff_digest() -> str | None:

@@ -291,7 +291,7 @@ def round_order(targets: Sequence[T], round_no: int) -> list[T]:
     after the bare app: each server's run leaves work behind it (SQLite's WAL checkpoint, the kernel's
     writeback of what it wrote) that the next server's run shares the CPUs and the disk with, and the bare app
     leaves none. Rotated, every server runs in every place as often, over as many rounds as there are
-    servers. With one adslot server the order is bare, adslot in every round, as before."""
+    servers. With one adslot server the order is bare, adslot in every round."""
     first, rest = list(targets[:1]), list(targets[1:])
     turn = (round_no - 1) % len(rest) if rest else 0
     return first + rest[turn:] + rest[:turn]

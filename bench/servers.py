@@ -362,8 +362,8 @@ def delivery_totals(url: str, admin: str, timeout_s: float = 120, around: int = 
     """Counted events, duplicates and late fires over every ad request played within a day of `around`, from
     adslot's delivery report: two of them, before and after a scenario, give what its pixels did.
 
-    The window stays put for the whole benchmark: one that followed the clock let a growth run's preloaded,
-    week-old ad requests slip out of it between the two reports, which showed as negative duplicates."""
+    The window stays put for the whole benchmark: one that followed the clock would let a growth run's
+    preloaded, week-old ad requests slip out of it between the two reports (negative duplicates)."""
     params = {"from": str(around - 86400), "to": str(around + 86400), "group_by": "campaign"}
     with httpx.Client(timeout=timeout_s) as client:
         response = client.get(f"{url}/api/v1/reports/delivery", params=params, headers={"Ssp-Key": admin})
@@ -379,14 +379,14 @@ def delivery_totals(url: str, admin: str, timeout_s: float = 120, around: int = 
 
 MINT_FACTOR = 3.5
 """Seconds of minting ad requests per second of pixel runs, per request made for each uuid: a server
-answers pixels at up to about 2.5 times the rate at which wrk mints ad requests on it (parsing every answer;
-measured on 2026-11-26, when 2.5 ran a quick run's list out), and a margin."""
+answers pixels at up to about 2.5 times the rate at which wrk mints ad requests on it (wrk parses every
+answer while minting), plus a margin: at 2.5 a quick run's list can run out."""
 MINT_MIN_SECONDS = 3
 """A server answers slower in its first second (imports, caches): no list is minted in less."""
 PLAY_LEAD_SECONDS = 60
 """How far ahead of the request a player's play_time is, as in the ad request scenario: the mint's
 prebuilt request asks for this much after the mint's end, so no request of a long mint names a past slot
-(adslot refuses one more than its skew, 60 s by default, in the past: a 3-minute mint got 584,000 400s)."""
+(adslot refuses one more than its skew, 60 s by default, in the past, with a 400)."""
 
 
 def mint_seconds(pixel_seconds: float, requests_per_uuid: int) -> int:
@@ -402,8 +402,8 @@ def mint_ad_requests(
     uuids the pixel scenarios fire on, each once. Written to `out`, one per line, and returned, latest first:
     a player fires on the ad request it was just given, so each fire names an ad request issued at most as
     many ad requests earlier as its scenario has fired, not behind every list minted and every ad request run
-    since (which, on a fast machine, put the impressions ~2 million writes back, beyond the writer's memory:
-    a restarted writer's case)."""
+    since (oldest first, a fast machine's impressions would name rows ~2 million writes back, beyond the
+    writer's memory: a restarted writer's case)."""
     result = run_wrk(
         wrk,
         url,

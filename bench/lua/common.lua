@@ -49,9 +49,9 @@ end
 
 -- The uuid file (one per line, every line as wide) as one string, and its count and i-th uuid (1-based).
 -- Not a table of strings: wrk runs each thread's init on its main thread after starting the threads before
--- it, so a list loaded line by line (2 million strings, ~1.2 s of CPU per thread) was loaded while the first
--- thread already fired and the measured server shared the CPUs with it, and its large heap made each request
--- dearer to build after (wrk at 20 us of CPU per request instead of 12, measured on the bare app).
+-- it, so a list loaded line by line (2 million strings, ~1.2 s of CPU per thread) would load while the first
+-- thread already fires, sharing the CPUs with the measured server, and its large heap would make each
+-- request dearer to build (wrk at ~20 us of CPU per request instead of ~12 on the bare app).
 function load_uuids()
    local file = assert(io.open(opt.uuids, "rb"))
    local text = file:read("*a")

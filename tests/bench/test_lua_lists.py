@@ -2,7 +2,7 @@
 
 A real wrk runs bench/lua's scripts against a small loopback server that records each request's path. The
 list is read whole (not line by line into a table): wrk runs each thread's init while the threads before it
-already fire, so a slow load ran inside the measured run.
+already fire, so a slow load would run inside the measured run.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ def test_the_half_load_pixels_get_a_list_of_their_own_minted_for_their_runs_alon
     args = parse_args(["--rounds", "3", "--duration", "8", "--connections", "64,256"])
     bench = Bench(args, "wrk")
     # The max-rate list: 3 rounds of 8 s at two counts; the paced one: 3 paced runs and a 3 s trial at
-    # about half the rate. Neither pays for the other's runs any more.
+    # about half the rate. Neither pays for the other's runs.
     assert bench.mint_seconds(impression) == mint_seconds(3 * 8 * 2, 1)
     assert bench.mint_seconds(paced) == mint_seconds((3 * 8 + 3) / 2, 1)
 
