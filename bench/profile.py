@@ -9,7 +9,7 @@ Starts adslot on SQLite, or on PostgreSQL in fresh schemas with `--postgres` (se
 `python -m bench` does), makes real ad requests, drives one scenario with wrk and records, at a low rate so as
 not to slow what it measures: the worker's thread while it holds the GIL (`py-spy --gil`: the time the worker
 is busy, including its socket system calls) and the ledger writer process, where there is one (busy
-samples only; on PostgreSQL the worker applies its batches itself, ADSLOT_LEDGER_WRITER=auto). Each sample is
+samples only; on PostgreSQL the worker applies its batches itself). Each sample is
 put in a bucket by the code it is in; a bucket's share of the samples, divided by the requests served while
 recording, is its microseconds per request.
 
@@ -76,8 +76,7 @@ RULES: Rule = (
     "Proof-of-Play rules and batch plan (resolve.py, store.py)",
     lambda f: "resolve.py" in f or "/store.py" in f,
 )
-"""In the writer process's samples, and in the worker's where it applies its batches itself (PostgreSQL's
-default, ADSLOT_LEDGER_WRITER=auto)."""
+"""In the writer process's samples, and in the worker's where it applies its batches itself (PostgreSQL's)."""
 WORKER_BUCKETS: list[Rule] = [
     ("VAST building (vast/)", lambda f: "adslot/vast/" in f),
     (

@@ -27,7 +27,6 @@ from pathlib import Path
 
 import msgspec
 
-from adslot.settings import load_settings
 from bench import report
 from bench.postgres import drop_schemas, fresh_schemas, redacted
 from bench.report import Machine, Side
@@ -77,14 +76,6 @@ DEFAULTS = {"duration": 8, "rounds": 3, "warmup": 2, "uuids": 2000}
 ONE, TWO = "1 worker", "2 workers"
 """The two servers' names, in the order every round runs them."""
 WORKERS = {ONE: 1, TWO: 2}
-
-
-WRITERS = {
-    "auto": "auto (SQLite: a writer process, shared by several workers; PostgreSQL: each worker writes)",
-    "process": "a writer process (one shared by the workers)",
-    "worker": "each worker writes itself",
-}
-"""ADSLOT_LEDGER_WRITER's choices as the report says them."""
 
 
 @dataclass(frozen=True)
@@ -162,7 +153,7 @@ def parse_args(argv: list[str]) -> WorkersOptions:
         type=parse_env_pair,
         default=[],
         metavar="ADSLOT_NAME=value",
-        help="extra setting for both adslot servers (repeatable), e.g. ADSLOT_LEDGER_WRITER=worker",
+        help="extra setting for both adslot servers (repeatable), e.g. ADSLOT_BATCH_MAX=1024",
     )
     p.add_argument("--out", type=Path, default=RESULTS, help="where workers.json and workers.md go")
     p.add_argument("--quick", action="store_true", help="smoke run: 2 s runs, 1 round, 500 uuids")
@@ -259,8 +250,6 @@ class WorkersConfig(msgspec.Struct):
     scenarios: list[str]
     postgres_url: str | None
     adslot_env: dict[str, str]
-    ledger_writer: str
-    """adslot's ADSLOT_LEDGER_WRITER as both servers ran with it (its default unless --adslot-env set it)."""
 
 
 class WorkersReport(msgspec.Struct):
@@ -525,7 +514,7 @@ def markdown(result: WorkersReport) -> str:
         *report.machine_lines(m),
         f"wrk: {c.threads} threads, {' and '.join(map(str, c.connections))} connections, {c.duration_s} s "
         f"per run, {c.rounds} round(s) at each connection count (1 and 2 workers interleaved), medians over "
-        f"rounds; ledger writer: {WRITERS.get(c.ledger_writer, c.ledger_writer)}.",
+        "rounds; ledger writer: SQLite's one writer process per environment, PostgreSQL's workers.",
         "",
         "Capacity: each server's best rate over the connection counts (medians over rounds), and 2 ÷ 1.",
         "",
@@ -585,7 +574,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     previous = signal.signal(signal.SIGTERM, exit_on_signal)
     machine = report.machine_facts(argv, wrk_version(wrk), PROG)
-    probe = adslot_env(Path("unused"), free_port(), postgres_url=None, schemas=None, extra=args.adslot_env)
     config = WorkersConfig(
         duration_s=args.duration,
         warmup_s=args.warmup,
@@ -596,7 +584,6 @@ def main(argv: list[str] | None = None) -> int:
         scenarios=[s.name for s in args.scenarios],
         postgres_url=redacted(args.postgres),
         adslot_env=args.adslot_env,
-        ledger_writer=load_settings(probe).ledger_writer,
     )
     backends, plan = backend_plan(args.postgres, sqlite=args.sqlite)
     if args.bare:

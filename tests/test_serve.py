@@ -36,20 +36,17 @@ def test_sigterm_drains_in_flight_writes_and_exits_cleanly(served: tuple[Server,
     server.terminate()
 
 
-@pytest.mark.parametrize("writer", ["auto", "process", "worker"])
 def test_two_workers_share_one_database_and_count_each_event_once(
-    served: tuple[Server, str, Settings], writer: str
+    served: tuple[Server, str, Settings],
 ) -> None:
     server, key, settings = served
-    server.environ["ADSLOT_LEDGER_WRITER"] = writer
     server.start(workers=2)
     writers = [command for _, command in server.ledger_writers()]
-    on_sqlite = is_sqlite(settings.environment("production").database_url)
-    if writer == "worker" or (writer == "auto" and not on_sqlite):
-        assert writers == [], "each worker writes to the database itself"
-    else:
+    if is_sqlite(settings.environment("production").database_url):
         assert len(writers) == 2, f"one shared writer per environment, not one per worker: {writers}"
         assert all("--listen" in command for command in writers), writers
+    else:
+        assert writers == [], "each worker writes to PostgreSQL itself"
     uuids: list[str] = []
     for _ in range(40):  # a new connection each time spreads requests over both workers
         r = httpx.post(
@@ -137,14 +134,14 @@ def test_two_workers_each_listen_on_a_socket_of_their_own_and_share_a_burst_of_c
 def test_workers_and_their_ledger_writers_stop_when_the_supervisor_is_killed(
     served: tuple[Server, str, Settings],
 ) -> None:
-    server, key, _ = served
-    server.environ["ADSLOT_LEDGER_WRITER"] = "process"  # PostgreSQL's workers write themselves by default
+    server, key, settings = served
     server.start(workers=2)
     below = server.descendants()
     workers = [pid for pid, command in below if "multiprocessing.spawn" in command]
     writers = [pid for pid, _ in server.ledger_writers()]
     commands = [command for _, command in server.ledger_writers()]
-    assert len(workers) == 2 and len(writers) == 2, below
+    on_sqlite = is_sqlite(settings.environment("production").database_url)
+    assert len(workers) == 2 and len(writers) == (2 if on_sqlite else 0), below
     r = httpx.post(
         f"{server.url}/api/v1/ad/request",
         headers={"Ssp-Key": key},

@@ -8,12 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from adslot.environment import make_store
-from adslot.ledger.postgres_store import PostgresLedgerStore
+from adslot.ledger.backends import ledger_for
 from adslot.ledger.process_store import ProcessLedgerStore
-from adslot.ledger.shared_writer import in_processes
-from adslot.ledger.sqlite_store import SqliteLedgerStore
-from adslot.ledger.stores import writer_for
 from adslot.settings import EnvironmentSettings, Settings, SettingsError, load_settings
 
 PG = "postgresql://adslot@db.example.test:5432/adslot"
@@ -332,35 +328,6 @@ def test_play_window_one_second_longer_than_the_skew_is_accepted() -> None:
     assert (settings.play_window_seconds, settings.play_time_skew_seconds) == (121, 120)
 
 
-def test_ledger_writes_stay_in_the_workers_on_postgresql_and_go_to_a_writer_process_on_sqlite() -> None:
-    settings = load_settings(
-        {
-            "ADSLOT_DATABASE_URL": "postgresql://db.example/ads",
-            "ADSLOT_SANDBOX_DATABASE_URL": "sqlite:///s.db",
-        }
-    )
-    assert settings.ledger_writer == "auto"
-    production, sandbox = settings.environment("production"), settings.environment("sandbox")
-    assert (writer_for(production, "auto"), writer_for(sandbox, "auto")) == ("worker", "process")
-    assert isinstance(make_store(sandbox, settings.ledger_writer), ProcessLedgerStore)
-    assert isinstance(make_store(production, settings.ledger_writer), PostgresLedgerStore)
-    # Several workers share one writer process per SQLite environment; on PostgreSQL each writes itself.
-    assert in_processes(settings) == [sandbox]
-    assert in_processes(settings.with_overrides(ledger_writer="process")) == [production, sandbox]
-    assert in_processes(settings.with_overrides(ledger_writer="worker")) == []
-
-
-def test_a_chosen_ledger_writer_holds_for_every_database() -> None:
-    for choice in ("process", "worker"):
-        settings = load_settings(
-            {"ADSLOT_DATABASE_URL": "postgresql://db.example/ads", "ADSLOT_LEDGER_WRITER": choice}
-        )
-        assert settings.ledger_writer == choice
-        assert {writer_for(env, choice) for env in settings.environments} == {choice}
-    in_worker = make_store(load_settings({"ADSLOT_LEDGER_WRITER": "worker"}).environment("sandbox"), "worker")
-    assert isinstance(in_worker, SqliteLedgerStore)
-
-
 def test_each_worker_starts_its_own_writer_unless_serve_names_a_shared_writers_socket_dir(
     tmp_path: Path,
 ) -> None:
@@ -368,13 +335,13 @@ def test_each_worker_starts_its_own_writer_unless_serve_names_a_shared_writers_s
     assert load_settings({"ADSLOT_LEDGER_SOCKET_DIR": ""}).ledger_socket_dir is None
     shared = load_settings({"ADSLOT_LEDGER_SOCKET_DIR": str(tmp_path)})
     assert shared.ledger_socket_dir == tmp_path
-    store = make_store(shared.environment("sandbox"), shared.ledger_writer, shared.ledger_socket_dir)
+    store = ledger_for(shared.environment("sandbox"), shared.ledger_socket_dir)
     assert isinstance(store, ProcessLedgerStore) and store.shared_socket == tmp_path / "sandbox.sock"
 
 
-def test_an_unknown_ledger_writer_is_refused_with_the_choices() -> None:
-    with pytest.raises(SettingsError, match="ADSLOT_LEDGER_WRITER must be one of auto, process, worker"):
-        load_settings({"ADSLOT_LEDGER_WRITER": "fork"})
+def test_the_ledger_writer_is_no_longer_a_setting_and_saying_one_is_refused() -> None:
+    with pytest.raises(SettingsError, match="ADSLOT_LEDGER_WRITER is no longer read"):
+        load_settings({"ADSLOT_LEDGER_WRITER": "worker"})
 
 
 def test_two_write_batches_may_be_in_flight_by_default_at_least_one_and_at_most_32() -> None:

@@ -22,7 +22,8 @@ from adslot.errors import ApiError, invalid_value
 from adslot.inventory import repository as inventory_repo
 from adslot.inventory.csv_import import import_venues
 from adslot.inventory.schemas import ScreenIn, ScreenPatch, VenueIn, VenuePatch
-from adslot.ledger.shared_writer import in_processes, shared_writers
+from adslot.ledger.backends import with_writer_processes
+from adslot.ledger.shared_writer import shared_writers
 from adslot.settings import ENVIRONMENTS, SettingsError, load_settings
 from adslot.storage.database import make_engine
 from adslot.workers import REUSE_PORT, bound_socket, run_workers, serve_one
@@ -205,12 +206,9 @@ def serve(host: str | None, port: int | None, workers: int, log_level: str) -> N
         else:
             serve_one(config, sock, announce)
 
-    if workers > 1 and in_processes(settings):
-        # One writer process per environment for all workers: one commit for all their batches.
-        with shared_writers(settings) as socket_dir:
-            os.environ["ADSLOT_LEDGER_SOCKET_DIR"] = str(socket_dir)
-            run()
-    else:
+    # SQLite's ledger writer process of each environment, for all workers: one commit for all their batches.
+    with shared_writers(with_writer_processes(settings.environments)) as socket_dir:
+        os.environ["ADSLOT_LEDGER_SOCKET_DIR"] = str(socket_dir)
         run()
 
 

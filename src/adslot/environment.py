@@ -12,20 +12,16 @@ import logging
 import random
 import uuid
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import TypeVar
 
 import anyio.to_thread
 import sqlalchemy as sa
 
 from adslot.catalog import Catalog, bump_version, current_version, load_catalog
+from adslot.ledger.backends import ledger_for
 from adslot.ledger.budget import DeliveryCache
 from adslot.ledger.group_commit import GroupCommitter
-from adslot.ledger.process_store import ProcessLedgerStore
 from adslot.ledger.records import AdRequest, Operation, Verdict, reserves
-from adslot.ledger.shared_writer import socket_path
-from adslot.ledger.store import LedgerStore
-from adslot.ledger.stores import store_for, writer_for
 from adslot.ledger.sweeper import ExpirySweeper
 from adslot.sandbox.seed import seed_sandbox, testing_key
 from adslot.settings import EnvironmentSettings, Settings
@@ -61,19 +57,6 @@ def transact(engine: sa.Engine, fn: Callable[[sa.Connection], T], *, write: bool
         return result
 
 
-def make_store(
-    env: EnvironmentSettings, writer: str = "worker", socket_dir: Path | None = None
-) -> LedgerStore:
-    """`writer`: an ADSLOT_LEDGER_WRITER choice (writer_for()); `socket_dir`: where the shared writer
-    processes of adslot serve --workers N listen, which a writer process dials instead of starting one of
-    its own."""
-    if writer_for(env, writer) == "process":
-        reads = store_for(env.database_url, env.database_schema, writes=False)
-        socket = None if socket_dir is None else socket_path(socket_dir, env.name)
-        return ProcessLedgerStore(reads, env.database_url, env.database_schema, socket)
-    return store_for(env.database_url, env.database_schema)
-
-
 class Environment:
     def __init__(self, settings: Settings, env: EnvironmentSettings, *, seed: int | None = None) -> None:
         self.settings = settings
@@ -81,9 +64,9 @@ class Environment:
         self.name = env.name
         self.base_url = env.public_url
         self.engine = make_engine(env)
-        self.store = make_store(env, settings.ledger_writer, settings.ledger_socket_dir)
+        self.store = ledger_for(env, settings.ledger_socket_dir)
         # On PostgreSQL, concurrent batches that reserve queue on the same counter rows' locks: one at a
-        # time (capped ad request 0.50 -> 0.60 of the bare app, bench/README.md). SQLite's writer takes one
+        # time (a capped ad request serves about a fifth more a second so). SQLite's writer takes one
         # batch at a time anyway, and the next one waiting in its pipe keeps it busy.
         self.writer: GroupCommitter[Operation, Verdict] = GroupCommitter(
             self.store.apply,
@@ -94,8 +77,8 @@ class Environment:
         # Point reads of ad requests (the inline VAST, the record) are batched as writes are: concurrent
         # readers share one statement (id IN / id = ANY). On PostgreSQL that is one round trip instead of a
         # pooled connection each; on SQLite one read transaction. The read costs the same either way, but the
-        # worker and the kernel spend less per request when a loop pass answers many readers at once (inline
-        # VAST 0.53-0.54 of the bare app with a read each, 0.71-0.73 batched; bench/README.md).
+        # worker and the kernel spend less per request when a loop pass answers many readers at once (the
+        # inline VAST serves about a third more a second batched than with a read each).
         self._reads: GroupCommitter[uuid.UUID, AdRequest | None] = GroupCommitter(
             self.store.get_many, settings.batch_max
         )

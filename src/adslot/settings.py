@@ -9,10 +9,11 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from adslot.ledger.claims import HOUR
-from adslot.ledger.records import COUNTER_RETENTION_SECONDS, MAX_BATCHES_IN_FLIGHT
-
 ENVIRONMENTS = ("production", "sandbox")
+HOUR = 3600
+MAX_BATCHES_IN_FLIGHT = 32
+"""The most batches a worker may have in flight (ADSLOT_BATCHES_IN_FLIGHT); the ledger keeps an answer slot
+for each (ledger/records.py's ANSWER_SLOTS)."""
 
 
 class SettingsError(ValueError):
@@ -55,10 +56,6 @@ def _choice(env: dict[str, str], name: str, choices: tuple[str, ...]) -> str:
     return raw
 
 
-LEDGER_WRITERS = ("auto", "process", "worker")
-"""ADSLOT_LEDGER_WRITER's choices, the default first (ledger/stores.py's writer_for() resolves "auto")."""
-
-
 @dataclass(frozen=True)
 class EnvironmentSettings:
     """What differs between production and sandbox: where data lives and how the world reaches it."""
@@ -92,19 +89,16 @@ class Settings:
     batches_in_flight: int = 2
     """Write batches a worker may have sent before the first is committed: while the writer commits one,
     the next is already waiting in its pipe (measured: +15-30% pixel throughput over 1; 4 gained no more)."""
-    ledger_writer: str = "auto"
-    """Where each worker applies its ledger batches: "process" (a writer process of its own, so batch work
-    does not share the worker's GIL), "worker" (in the worker itself: SQLite's in a thread, PostgreSQL's on
-    its event loop) or "auto" (the default: a process on SQLite and under several workers, else the worker
-    on PostgreSQL; writer_for())."""
     ledger_socket_dir: Path | None = None
-    """Set by `adslot serve --workers N` for its workers: where the one shared writer process of each
-    environment listens (ledger/shared_writer.py), instead of a writer process per worker."""
+    """Set by `adslot serve` for its workers: where the ledger writer process of each SQLite environment
+    listens (ledger/shared_writer.py); without it, an SQLite ledger starts a writer process of its own."""
     ad_system_name: str = "adslot"
     settle_interval_seconds: float = 5.0
     """How often each worker's expiry sweep returns the reservations of ad requests that expired unplayed."""
-    counter_retention_seconds: int = COUNTER_RETENTION_SECONDS
-    """How long the sweep keeps an hour's or a day's delivery counters after the window closed."""
+    counter_retention_seconds: int = 7 * 24 * HOUR
+    """How long the sweep keeps an hour's or a day's delivery counters after the window closed, for
+    operators to read, before it drops them: frequency counters alone add a row per screen, campaign and
+    hour."""
 
     def environment(self, name: str) -> EnvironmentSettings:
         for env in self.environments:
@@ -133,6 +127,11 @@ def load_settings(
 ) -> Settings:
     """Build Settings from the environment; `host`/`port` come from `adslot serve` flags when given."""
     env = dict(os.environ if environ is None else environ)
+    if env.get("ADSLOT_LEDGER_WRITER"):
+        raise SettingsError(
+            "ADSLOT_LEDGER_WRITER is no longer read: the database chooses where ledger batches are applied "
+            "(SQLite: one writer process per environment; PostgreSQL: each worker); unset it"
+        )
     data_dir = Path(env.get("ADSLOT_DATA_DIR") or DEFAULTS.data_dir)
     host = host or env.get("ADSLOT_HOST") or DEFAULTS.host
     port = port if port is not None else _int(env, "ADSLOT_PORT", DEFAULTS.port, 1)
@@ -184,7 +183,6 @@ def load_settings(
         batches_in_flight=_int(
             env, "ADSLOT_BATCHES_IN_FLIGHT", DEFAULTS.batches_in_flight, 1, MAX_BATCHES_IN_FLIGHT
         ),
-        ledger_writer=_choice(env, "ADSLOT_LEDGER_WRITER", LEDGER_WRITERS),
         ledger_socket_dir=Path(socket_dir) if (socket_dir := env.get("ADSLOT_LEDGER_SOCKET_DIR")) else None,
         ad_system_name=env.get("ADSLOT_AD_SYSTEM_NAME") or DEFAULTS.ad_system_name,
         settle_interval_seconds=_int(

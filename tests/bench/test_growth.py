@@ -16,8 +16,8 @@ import pytest
 import sqlalchemy as sa
 
 from adslot.environment import prepare_database
+from adslot.ledger.backends import database_store
 from adslot.ledger.records import COLUMNS, FIRE_BITS, SETTLE_GRACE_SECONDS, AdRequest
-from adslot.ledger.stores import store_for
 from adslot.settings import EnvironmentSettings
 from adslot.storage.database import make_engine
 from adslot.storage.tables import ad_requests, delivery_counters, request_stats
@@ -42,7 +42,7 @@ def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EnvironmentS
 
 
 async def read_back(env: EnvironmentSettings, ad_request_id: uuid.UUID) -> AdRequest | None:
-    store = store_for(env.database_url, env.database_schema)
+    store = database_store(env.database_url, env.database_schema)
     await store.start()
     try:
         return await store.get(ad_request_id)

@@ -1,5 +1,5 @@
 """bench.workers reads a second worker's gain from each server's best rate over wrk's connection counts: a
-closed loop of few connections keeps two workers below their capacity (bench/README.md)."""
+closed loop of few connections keeps two workers below their capacity."""
 
 from __future__ import annotations
 

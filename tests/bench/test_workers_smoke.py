@@ -32,7 +32,6 @@ def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
     config = report["config"]
     assert config["scenarios"] == ["impression"]
     assert config["rounds"] == 1 and config["duration_s"] == 2
-    assert config["ledger_writer"]
     assert report["backends"]["bare"] == "ran"
     assert report["backends"]["sqlite"] == "ran"
     assert report["backends"]["postgres"].startswith("skipped")

@@ -16,11 +16,8 @@ from tests.conftest import BACKENDS, drop_schemas, free_port, make_settings
 from tests.ledger.stores import LedgerDatabase
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def ledger_database(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[LedgerDatabase]:
-    backend = str(request.param)
+def migrated(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LedgerDatabase]:
+    """A migrated ledger database on `backend`, dropped at the end."""
     settings, schemas = make_settings(tmp_path_factory.mktemp("ledger"), backend, free_port())
     env = settings.environment("production")
     prepare_database(env)
@@ -29,6 +26,13 @@ def ledger_database(
     engine.dispose()
     if schemas:
         drop_schemas(schemas)
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def ledger_database(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LedgerDatabase]:
+    yield from migrated(str(request.param), tmp_path_factory)
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
-from adslot.environment import make_store
 from adslot.ids import uuid7
+from adslot.ledger.backends import database_store, ledger_for
 from adslot.ledger.claims import Claim, Claims, PacePlan, Spacing, claims_json, parse_claims
 from adslot.ledger.group_commit import GroupCommitter
 from adslot.ledger.records import AdRequest, Fire, Issue, NoFill, Operation, Release, Settle, Verdict
@@ -40,7 +40,7 @@ class LedgerDatabase:
     engine: sa.Engine
 
     def store(self) -> LedgerStore:
-        return make_store(self.env)
+        return database_store(self.env.database_url, self.env.database_schema)
 
     def counters(self) -> dict[str, tuple[int | None, int, int, int | None]]:
         with self.engine.connect() as conn:
@@ -218,22 +218,27 @@ async def workload(
     workers: int,
     tasks: int,
     operations: int,
-    ledger_writer: str = "worker",
+    writer_process: bool = False,
     socket_dir: Path | None = None,
 ) -> collections.Counter[str]:
     """`workers` stores (each its own connection or pool and group committer, as worker processes have),
     each running `tasks` concurrent request loops of `operations` random operations; what came of them.
-    `ledger_writer` "process" gives each store a writer process, as `adslot serve` does; with `socket_dir`
-    they all dial the one shared writer there, as `adslot serve --workers N` does."""
+    `writer_process` gives each store a writer process of its own (SQLite's ledger as an app outside `adslot
+    serve` runs it); with `socket_dir` they all dial the one shared writer there, as `adslot serve` does."""
     rng = random.Random(seed)
     seen: collections.Counter[str] = collections.Counter()
     clock = Clock(PLAY)
-    stores = [make_store(env, ledger_writer, socket_dir) for _ in range(workers)]
+    stores = [
+        ledger_for(env, socket_dir)
+        if writer_process
+        else database_store(env.database_url, env.database_schema)
+        for _ in range(workers)
+    ]
     writers: list[GroupCommitter[Operation, Verdict]] = []
     for store in stores:
         await store.start()
         writer: GroupCommitter[Operation, Verdict] = GroupCommitter(
-            store.apply, rng.choice((1, 4, 16, 64)), 2 if ledger_writer == "process" else 1
+            store.apply, rng.choice((1, 4, 16, 64)), 2 if writer_process else 1
         )
         writer.start()
         writers.append(writer)

@@ -40,8 +40,6 @@ from adslot.ledger.records import (
 )
 from adslot.ledger.resolve import Current, RowChange
 from adslot.ledger.store import TIME_COLUMNS, LedgerStore
-from adslot.ledger.wire import Stamp, decode_verdicts, encode_batch
-from adslot.ledger.writer_rules import answer_async
 from adslot.storage.database import asyncpg_dsn, make_engine
 from adslot.storage.failures import OutcomeUnknown, unavailable
 from adslot.storage.tables import delivery_counters
@@ -653,32 +651,6 @@ def test_a_write_whose_connection_dies_while_it_may_commit_is_an_outcome_unknown
     postgres_ledger.clear()
     two_nodes(postgres_ledger, scenario)
     assert postgres_ledger.rows()[made.id]["impression_at"] == PLAY + 1, "the ended statement wrote nothing"
-
-
-def test_a_writer_process_whose_connection_dies_while_its_frame_may_commit_looks_and_applies_it_once(
-    postgres_ledger: LedgerDatabase,
-) -> None:
-    """The same lost session under the writer process's rules (writer_rules, as its Applier runs them):
-    the frame's stored answer says it was not committed, so the writer applies it again itself and the
-    worker gets its verdict, where it used to get an outage and send the fire again as a new frame."""
-    made = record()
-
-    async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, _: list[str]) -> None:
-        await ours.apply([Issue(made)])
-        frame = encode_batch(Stamp(b"w" * 16, 1, PLAY, False), [Fire(made.id, "impression", "wrapper", PLAY)])
-        async with row_held(theirs, made.id):
-            answered = asyncio.ensure_future(
-                answer_async([("worker", frame)], ours.answer, ours.apply_frames)
-            )
-            await terminate_the_waiting_backend(theirs)
-        ((_source, reply),) = await asyncio.wait_for(answered, 10)
-        assert outcomes(decode_verdicts(reply)) == ["counted"]
-        assert await ours.answer(b"w" * 16, 1) == reply
-
-    postgres_ledger.clear()
-    two_nodes(postgres_ledger, scenario)
-    row = postgres_ledger.rows()[made.id]
-    assert (row["impression_at"], row["duplicate_count"]) == (PLAY, 0)
 
 
 def test_a_batch_whose_connection_dies_before_its_commit_is_unavailable_and_not_unknown(

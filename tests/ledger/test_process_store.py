@@ -5,18 +5,25 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import Iterator
 
 import pytest
 
-from adslot.environment import make_store
+from adslot.ledger.backends import ledger_for
 from adslot.ledger.group_commit import GroupCommitter
 from adslot.ledger.process_store import RESENDS, ProcessLedgerStore
 from adslot.ledger.records import Fire, Issue, NoFill, Operation, Release, Settle, Verdict
-from adslot.ledger.sqlite_store import CHUNK
 from adslot.storage.failures import LedgerUnavailable, OutcomeUnknown
+from tests.ledger.conftest import migrated
 from tests.ledger.stores import PLAY, WINDOW, LedgerDatabase, check_accounting, claims_for, record, workload
 
 Answer = tuple[object, object, dict[str, object], int]
+
+
+@pytest.fixture(scope="module")
+def ledger_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LedgerDatabase]:
+    """SQLite's: a writer process serves SQLite's ledger only (PostgreSQL's is written from the workers)."""
+    yield from migrated("sqlite", tmp_path_factory)
 
 
 def test_a_batch_through_the_writer_process_answers_and_stores_what_the_store_itself_does(
@@ -40,9 +47,9 @@ def test_a_batch_through_the_writer_process_answers_and_stores_what_the_store_it
             ],
         ]
 
-    def run(writer: str) -> tuple[list[list[Answer]], object]:
+    def run(writer_process: bool) -> tuple[list[list[Answer]], object]:
         async def scenario() -> list[list[Answer]]:
-            store = make_store(db.env, writer)
+            store = ledger_for(db.env) if writer_process else db.store()
             await store.start()
             try:
                 answers: list[list[Answer]] = []
@@ -61,8 +68,8 @@ def test_a_batch_through_the_writer_process_answers_and_stores_what_the_store_it
         )
         return answers, (rows, db.counters(), db.stats())
 
-    in_worker = run("worker")
-    in_process = run("process")
+    in_worker = run(writer_process=False)
+    in_process = run(writer_process=True)
     assert in_process == in_worker
     assert in_process[0][1][:3] == [
         ("counted", None, {}, 0),
@@ -72,7 +79,7 @@ def test_a_batch_through_the_writer_process_answers_and_stores_what_the_store_it
 
 
 def test_concurrent_workers_with_writer_processes_never_pass_a_cap(db: LedgerDatabase) -> None:
-    seen = asyncio.run(workload(db.env, seed=11, workers=2, tasks=3, operations=60, ledger_writer="process"))
+    seen = asyncio.run(workload(db.env, seed=11, workers=2, tasks=3, operations=60, writer_process=True))
     assert seen["issued"] > 0 and seen["impression counted"] > 0
     assert check_accounting(db) > 0
 
@@ -83,7 +90,7 @@ def test_a_writer_process_that_dies_with_batches_in_flight_is_replaced_and_they_
     first, second, also, third = record(), record(), record(), record()
 
     async def scenario() -> None:
-        store = make_store(db.env, "process")
+        store = ledger_for(db.env)
         assert isinstance(store, ProcessLedgerStore)
         await store.start()
         try:
@@ -116,7 +123,7 @@ def test_batches_whose_writers_keep_going_away_fail_as_outcome_unknown_and_are_n
     restart loop, never a blind retry that could count twice."""
 
     async def scenario() -> list[int]:
-        store = make_store(db.env, "process")
+        store = ledger_for(db.env)
         assert isinstance(store, ProcessLedgerStore)
         await store.start()
         writer: GroupCommitter[Operation, Verdict] = GroupCommitter(store.apply, 8)
@@ -151,7 +158,7 @@ def test_a_recovery_that_gets_its_turn_after_close_starts_no_writer(db: LedgerDa
     must find the store closed and start nothing: a writer started then would outlive its server."""
 
     async def scenario() -> None:
-        store = make_store(db.env, "process")
+        store = ledger_for(db.env)
         assert isinstance(store, ProcessLedgerStore)
         await store.start()
         old = store.process()
@@ -171,7 +178,7 @@ def test_a_drain_commits_every_submitted_batch_then_the_writer_process_exits_cle
     db: LedgerDatabase,
 ) -> None:
     async def scenario() -> int | None:
-        store = make_store(db.env, "process")
+        store = ledger_for(db.env)
         assert isinstance(store, ProcessLedgerStore)
         await store.start()
         process = store.process()
@@ -191,39 +198,9 @@ def test_a_drain_commits_every_submitted_batch_then_the_writer_process_exits_cle
     assert len(db.rows()) == 7
 
 
-def test_get_many_answers_each_id_in_order_with_none_for_unknown_ones(db: LedgerDatabase) -> None:
-    """The batched point read every inline VAST goes through (Environment.lookup), on every store; past
-    one statement's worth of ids (SQLite's CHUNK) too."""
-
-    async def scenario(writer: str) -> None:
-        store = make_store(db.env, writer)
-        await store.start()
-        try:
-            first, second = record(), record(venue_id="hall")
-            await store.apply([Issue(first), Issue(second)])
-            missing = record().id
-            found = await store.get_many([second.id, missing, first.id, second.id])
-            assert [r.venue_id if r else None for r in found] == ["hall", None, "lobby", "hall"]
-            assert found[2] == await store.get(first.id)
-            assert await store.get_many([]) == []
-            many = [record(venue_id=f"v{i}") for i in range(CHUNK + 20)]
-            await store.apply([Issue(r) for r in many])
-            asked = [r.id for r in reversed(many)] + [missing]
-            assert [r.venue_id if r else None for r in await store.get_many(asked)] == [
-                *(r.venue_id for r in reversed(many)),
-                None,
-            ]
-        finally:
-            await store.close()
-
-    for writer in ("worker", "process"):
-        db.clear()
-        asyncio.run(scenario(writer))
-
-
 def test_batches_sent_back_to_back_each_get_their_own_verdicts(db: LedgerDatabase) -> None:
     async def scenario() -> None:
-        store = make_store(db.env, "process")
+        store = ledger_for(db.env)
         await store.start()
         try:
             records = [record(venue_id=f"v{i}") for i in range(30)]

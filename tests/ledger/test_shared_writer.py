@@ -14,13 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from adslot.environment import make_store
+from adslot.ledger.backends import database_store, ledger_for
 from adslot.ledger.process_store import ProcessLedgerStore
 from adslot.ledger.records import Fire, Issue, NoFill, Verdict
 from adslot.ledger.shared_writer import SharedWriter, socket_path
-from adslot.ledger.stores import store_for
 from adslot.ledger.wire import WireError, read_frame, write_frame
+from tests.ledger.conftest import migrated
 from tests.ledger.stores import PLAY, LedgerDatabase, check_accounting, record, workload
+
+
+@pytest.fixture(scope="module")
+def ledger_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LedgerDatabase]:
+    """SQLite's: a writer process serves SQLite's ledger only (PostgreSQL's is written from the workers)."""
+    yield from migrated("sqlite", tmp_path_factory)
 
 
 @pytest.fixture
@@ -40,7 +46,7 @@ def shared(db: LedgerDatabase, socket_dir: Path) -> Iterator[SharedWriter]:
 
 
 def stores(db: LedgerDatabase, socket_dir: Path, count: int) -> list[ProcessLedgerStore]:
-    made = [make_store(db.env, "process", socket_dir) for _ in range(count)]
+    made = [ledger_for(db.env, socket_dir) for _ in range(count)]
     assert all(isinstance(store, ProcessLedgerStore) for store in made)
     return made  # type: ignore[return-value]
 
@@ -91,7 +97,7 @@ def test_concurrent_workers_through_one_shared_writer_never_pass_a_cap(
 ) -> None:
     seen = asyncio.run(
         workload(
-            db.env, seed=7, workers=3, tasks=3, operations=60, ledger_writer="process", socket_dir=socket_dir
+            db.env, seed=7, workers=3, tasks=3, operations=60, writer_process=True, socket_dir=socket_dir
         )
     )
     assert seen["issued"] > 0 and seen["impression counted"] > 0
@@ -190,7 +196,7 @@ def test_a_worker_that_names_another_database_is_refused(
     db: LedgerDatabase, socket_dir: Path, shared: SharedWriter
 ) -> None:
     async def scenario() -> None:
-        reads = store_for(db.env.database_url, db.env.database_schema, writes=False)
+        reads = database_store(db.env.database_url, db.env.database_schema, writes=False)
         other = ProcessLedgerStore(
             reads, db.env.database_url, "another_schema", socket_path(socket_dir, db.env.name)
         )
@@ -272,7 +278,7 @@ def test_a_batch_whose_answer_was_lost_after_its_commit_gets_that_answer_and_cou
         cutter = AnswerCutter(socket_dir / "cut.sock", socket_path(socket_dir, db.env.name))
         await cutter.start()
         url, schema = db.env.database_url, db.env.database_schema
-        store = ProcessLedgerStore(store_for(url, schema, writes=False), url, schema, cutter.path)
+        store = ProcessLedgerStore(database_store(url, schema, writes=False), url, schema, cutter.path)
         await store.start()
         try:
             assert outcomes(await store.apply([Issue(issued)])) == ["issued"]

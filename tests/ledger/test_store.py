@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from adslot.ledger.backends import database_store
 from adslot.ledger.records import (
     ANSWER_RETENTION_SECONDS,
     ANSWER_SLOTS,
@@ -20,7 +21,6 @@ from adslot.ledger.records import (
 )
 from adslot.ledger.resolve import NO_TIMES
 from adslot.ledger.store import DatabaseLedgerStore, current_of
-from adslot.ledger.stores import store_for
 from adslot.ledger.wire import decode_verdicts
 from tests.ledger.stores import PLAY, LedgerDatabase, claims_for, record
 
@@ -29,7 +29,7 @@ ONE, TWO = b"1" * 16, b"2" * 16
 
 def run(db: LedgerDatabase, scenario: Callable[[DatabaseLedgerStore], Awaitable[None]]) -> None:
     async def main() -> None:
-        store = store_for(db.env.database_url, db.env.database_schema)
+        store = database_store(db.env.database_url, db.env.database_schema)
         await store.start()
         try:
             await scenario(store)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+from adslot.ledger.backends import database_store
 from adslot.ledger.records import Fire, Issue, Operation, Release
 from adslot.ledger.store import LedgerStore
-from adslot.ledger.stores import store_for
 from tests.ledger.stores import PLAY, LedgerDatabase, record
 
 
@@ -16,8 +16,8 @@ def with_two_writers(
     db: LedgerDatabase, scenario: Callable[[LedgerStore, LedgerStore], Awaitable[None]]
 ) -> None:
     async def main() -> None:
-        first = store_for(db.env.database_url, db.env.database_schema)
-        second = store_for(db.env.database_url, db.env.database_schema)
+        first = database_store(db.env.database_url, db.env.database_schema)
+        second = database_store(db.env.database_url, db.env.database_schema)
         await first.start()
         await second.start()
         try:

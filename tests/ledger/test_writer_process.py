@@ -1,4 +1,4 @@
-"""The writer process's rules: what goes into its next transaction, how many run at once, answer order."""
+"""The writer process: what it answers frame by frame, resent frames, a worker that dies mid-frame."""
 
 from __future__ import annotations
 
@@ -8,66 +8,30 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import cast
 
 import pytest
 
 from adslot.environment import prepare_database
-from adslot.ledger.records import Fire, Issue, NoFill, Operation, Receipt, Verdict
+from adslot.ledger.backends import database_store
+from adslot.ledger.records import Fire, Issue, NoFill, Operation
 from adslot.ledger.sqlite_store import SqliteLedgerStore
-from adslot.ledger.store import DatabaseLedgerStore
-from adslot.ledger.stores import store_for
 from adslot.ledger.wire import (
     Stamp,
     WireError,
     decode_verdicts,
     encode_batch,
-    encode_verdicts,
     framed,
-    read_frame,
     read_frame_from,
     resent,
-    write_frame,
 )
 from adslot.ledger.writer_loop import WriterLoop
-from adslot.ledger.writer_process import (
-    READY,
-    Applier,
-    encode_database,
-)
+from adslot.ledger.writer_process import READY, encode_database
 from adslot.storage.tables import ledger_answers
 from tests.conftest import free_port, make_settings
+from tests.ledger.conftest import migrated
 from tests.ledger.stores import PLAY, LedgerDatabase, record
-
-
-class _SlowFirstStore:
-    """Applies batches with no database, the first slowly: only the applier's lanes and order are tested."""
-
-    def __init__(self) -> None:
-        self.started: list[str] = []
-        self.finished: list[str] = []
-        self.slow = asyncio.Event()
-
-    async def answer(self, client: bytes, seq: int) -> bytes | None:
-        return None  # no frame here is a resend
-
-    async def apply_frames(self, operations: Sequence[Operation], receipts: Sequence[Receipt]) -> list[bytes]:
-        name = ",".join(op.event for op in operations if isinstance(op, Fire))
-        self.started.append(name)
-        if not self.finished and len(self.started) == 1:
-            await self.slow.wait()  # held until the next batch has started beside it
-        self.finished.append(name)
-        verdicts = [Verdict("counted", 1) for _ in operations]
-        return [encode_verdicts(verdicts[r.start : r.stop]) for r in receipts]
-
-
-async def _client(applier: Applier) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    ours, theirs = socket.socketpair()
-    reader, writer = await asyncio.open_connection(sock=theirs)
-    applier.attach(reader, writer)
-    return await asyncio.open_connection(sock=ours)
 
 
 async def _until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
@@ -86,29 +50,6 @@ def _fires(*events: str) -> bytes:
     return batch([Fire(uuid.uuid4(), event, "wrapper", 0) for event in events])
 
 
-def test_postgres_batches_run_in_concurrent_lanes_yet_each_client_gets_its_answers_in_order() -> None:
-    async def scenario() -> None:
-        store = _SlowFirstStore()
-        applier = Applier(cast(DatabaseLedgerStore, store), b"db")
-        running = asyncio.get_running_loop().create_task(applier.run())
-        reader, writer = await _client(applier)
-        write_frame(writer, _fires("start"))
-        await _until(lambda: len(store.started) == 1)
-        write_frame(writer, _fires("midpoint", "complete"))  # one batch per client a transaction: the next
-        await _until(lambda: len(store.started) == 2)  # never, with one lane
-        assert store.finished == ["midpoint,complete"]  # committed while the first still runs
-        store.slow.set()
-        first = decode_verdicts(await read_frame(reader))
-        second = decode_verdicts(await read_frame(reader))
-        assert [len(first), len(second)] == [1, 2]  # in the order sent, although committed out of order
-        assert store.finished == ["midpoint,complete", "start"]
-        writer.close()
-        applier.stop()
-        await asyncio.wait_for(running, 5)
-
-    asyncio.run(scenario())
-
-
 def answers_of_the_sqlite_writer(tmp_path: Path, sent: bytes) -> list[bytes]:
     """What a per-worker SQLite writer answers to `sent`, the whole stream of a worker that then closes its
     end; returns once the writer's loop has ended."""
@@ -117,7 +58,7 @@ def answers_of_the_sqlite_writer(tmp_path: Path, sent: bytes) -> list[bytes]:
     prepare_database(env)
 
     async def scenario() -> list[bytes]:
-        store = store_for(env.database_url, env.database_schema)
+        store = database_store(env.database_url, env.database_schema)
         await store.start()
         assert isinstance(store, SqliteLedgerStore)
         ours, theirs = socket.socketpair()
@@ -154,6 +95,12 @@ def test_the_sqlite_writer_of_one_worker_stops_quietly_when_its_worker_dies_mid_
     (answer,) = answers_of_the_sqlite_writer(tmp_path, sent)
     assert [v.outcome for v in decode_verdicts(answer)] == ["issued"]
     assert "stream broke" in caplog.text
+
+
+@pytest.fixture(scope="module")
+def ledger_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LedgerDatabase]:
+    """SQLite's: a writer process serves SQLite's ledger only (PostgreSQL's is written from the workers)."""
+    yield from migrated("sqlite", tmp_path_factory)
 
 
 class RawWriter:
@@ -244,8 +191,7 @@ def test_a_resent_frame_racing_its_first_copy_gets_the_answer_of_the_one_that_co
         first.kill()
         second.kill()
     assert [v.outcome for v in decode_verdicts(second_answer)] == ["issued", "recorded"]
-    if db.backend == "sqlite":  # the first holds SQLite's write turn, so it commits first
-        assert second_answer == first_answer
+    assert second_answer == first_answer  # the first holds SQLite's write turn, so it commits first
     assert list(db.rows()) == [issued.id]
     assert sorted(db.stats().values()) == [(1, 0), (1, 1)], "the issue and the no-fill counted once each"
 

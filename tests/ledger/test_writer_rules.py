@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Sequence
 
@@ -10,7 +9,7 @@ import pytest
 
 from adslot.ledger.records import AlreadyAnswered, Fire, Operation, Receipt, Verdict
 from adslot.ledger.wire import Stamp, WireError, decode_verdicts, encode_batch, encode_verdicts, resent
-from adslot.ledger.writer_rules import Item, answer_async, answer_blocking, one_per_client
+from adslot.ledger.writer_rules import Item, answer_blocking, one_per_client
 from adslot.storage.failures import LedgerUnavailable, OutcomeUnknown
 
 A, B, C = "a", "b", "c"
@@ -168,22 +167,6 @@ def test_a_resent_frame_whose_lookup_fails_gets_the_failure_and_nothing_is_appli
     assert client == A and ledger.applied == []
     with pytest.raises(LedgerUnavailable, match="the database is gone"):
         decode_verdicts(reply)
-
-
-def test_the_coroutine_driver_answers_as_the_blocking_one() -> None:
-    frames = [(A, _frame(1, "start")), (B, _frame(2, "midpoint")), (C, b"garbage")]
-    blocking, awaited = _Ledger(refuse={"midpoint"}), _Ledger(refuse={"midpoint"})
-
-    async def answer(client: bytes, seq: int) -> bytes | None:
-        return awaited.answer(client, seq)
-
-    async def apply(operations: Sequence[Operation], receipts: Sequence[Receipt]) -> list[bytes]:
-        return awaited.apply(operations, receipts)
-
-    expected = answer_blocking(frames, blocking.answer, blocking.apply)
-    got = asyncio.run(answer_async(frames, answer, apply))
-    assert got == expected
-    assert awaited.applied == blocking.applied == [[1, 2], [1], [2]]
 
 
 def test_an_error_that_is_not_the_stores_is_raised_not_answered() -> None:

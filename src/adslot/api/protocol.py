@@ -3,9 +3,9 @@
 A pixel is most of an ad server's traffic, and its own work is tiny: parse a query, hand one fire to the
 ledger's group commit, encode a small JSON answer. Through ASGI, uvicorn wraps each request in a scope
 dict, a RequestResponseCycle, a task running the app, an asyncio.Event, two `send` messages whose headers it
-checks one by one, and two socket writes. Measured on 2 cores with wrk -c64, a bare pixel answered from
-`on_message_complete` served 2.3x the requests a second of the same answer through uvicorn's ASGI path
-(bench/README.md), so that machinery, not adslot's handler, was most of a pixel's CPU in the worker.
+checks one by one, and two socket writes. On 2 cores with wrk -c64, a bare pixel answered from
+`on_message_complete` serves 2.3x the requests a second of the same answer through uvicorn's ASGI path, so
+that machinery, not adslot's handler, would be most of a pixel's CPU in the worker.
 
 This protocol serves the exact hot paths (POST of the ad request, GET and HEAD of the impression and
 tracking pixels, GET of the inline VAST; routes.py names them, `hot_paths.ad_request_route`, `pixel_route`

@@ -29,7 +29,7 @@ from adslot.campaigns.schemas import (
     Tier,
 )
 from adslot.errors import ApiError
-from adslot.inventory.places import check_timezone, country_code
+from adslot.places import check_timezone, country_code
 
 MICROS = 1_000_000
 """Stored money unit: micros of the account currency."""

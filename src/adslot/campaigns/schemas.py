@@ -13,22 +13,13 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-Name = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")]
-Label = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f\x7f]+$")]
-"""Short labels (advertiser category, venue type, tags, regions): their columns hold 64 characters."""
-Id = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")]
+from adslot.fields import CountryCode, Id, Label, Latitude, Longitude, MimeType, Name, Timezone
+
 Epoch = Annotated[int, msgspec.Meta(ge=0, le=253402300799)]
 Positive = Annotated[int, msgspec.Meta(ge=1, le=100_000)]
 MediaUrl = Annotated[str, msgspec.Meta(min_length=1, max_length=2048, pattern=r"^(https?://[^\s]+|/[^\s]*)$")]
-MimeType = Annotated[str, msgspec.Meta(pattern=r"^video/[a-z0-9.+-]{1,40}$")]
 CampaignStatus = Literal["active", "paused", "archived"]
 CreativeStatus = Literal["active", "paused"]
-Timezone = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_+\-/]+$")]
-"""An IANA time zone name; the repository checks that it exists (422 invalid_timezone)."""
-Latitude = Annotated[float, msgspec.Meta(ge=-90, le=90)]
-Longitude = Annotated[float, msgspec.Meta(ge=-180, le=180)]
-CountryCode = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z]{2}$")]
-"""ISO 3166-1 alpha-2, either case; stored in upper case once the repository has found it assigned."""
 Weight = Annotated[int, msgspec.Meta(ge=1, le=1_000_000)]
 VenueTypeId = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,3}(\.[0-9]{1,3}){0,3}$")]
 """An OpenOOH venue taxonomy id, e.g. "1" (transit), "1.1" or "1.1.2"."""

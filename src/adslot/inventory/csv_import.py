@@ -23,9 +23,9 @@ import msgspec
 import sqlalchemy as sa
 
 from adslot.errors import ApiError
-from adslot.inventory.places import check_timezone, country_code
 from adslot.inventory.repository import screen_changes, screen_values, venue_changes, venue_values
 from adslot.inventory.schemas import ImportResult, ScreenIn, ScreenPatch, VenueIn, VenuePatch
+from adslot.places import check_timezone, country_code
 from adslot.storage.database import conflict_as
 from adslot.storage.tables import screens, venues
 

@@ -16,8 +16,8 @@ from msgspec import UNSET
 
 from adslot.decision.model import ScreenProfile, VenueProfile
 from adslot.errors import ApiError
-from adslot.inventory.places import check_timezone, country_code
 from adslot.inventory.schemas import Screen, ScreenIn, ScreenPatch, Venue, VenueIn, VenuePatch
+from adslot.places import check_timezone, country_code
 from adslot.storage.database import conflict_as
 from adslot.storage.tables import screens, venues
 

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from adslot.campaigns.schemas import (
+from adslot.fields import (
     CountryCode,
     Id,
     Label,

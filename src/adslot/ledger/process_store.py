@@ -14,7 +14,7 @@ now, so either way it counts once and its requests get the answer it came to. If
 or the batches keep killing their writers, they fail with OutcomeUnknown (a 503 the player retries, never
 retried here). A batch never sent fails with LedgerUnavailable, and its operations are retried one by one.
 
-With `socket`, the store starts no process: it dials the writer that `adslot serve --workers N` runs for all
+With `socket`, the store starts no process: it dials the writer that `adslot serve` runs for all
 its workers (writer_process.py, `--listen`), and after a failure dials again until that writer is back.
 """
 
@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from adslot.ledger.records import MAX_BATCHES_IN_FLIGHT, AdRequest, Operation, Verdict
+from adslot.ledger.records import AdRequest, Operation, Verdict
 from adslot.ledger.store import LedgerStore
 from adslot.ledger.wire import (
     Stamp,
@@ -45,6 +45,7 @@ from adslot.ledger.wire import (
     write_frame,
 )
 from adslot.ledger.writer_process import READY, encode_database
+from adslot.settings import MAX_BATCHES_IN_FLIGHT
 from adslot.storage.failures import LedgerUnavailable, OutcomeUnknown
 
 log = logging.getLogger(__name__)

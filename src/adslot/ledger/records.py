@@ -10,6 +10,7 @@ from typing import Literal, NamedTuple, get_args
 
 from adslot.ledger.budget import Reason, Snapshot
 from adslot.ledger.claims import Claims
+from adslot.settings import DEFAULTS, MAX_BATCHES_IN_FLIGHT
 
 Event = Literal["impression", "start", "firstQuartile", "midpoint", "thirdQuartile", "complete"]
 Layer = Literal["wrapper", "inline"]
@@ -129,9 +130,9 @@ still queued in another worker's batch is committed first, and the ad request is
 reservation delivered), not as expired (returned)."""
 
 
-COUNTER_RETENTION_SECONDS = 7 * 24 * 3600
-"""How long a delivery counter is kept after its hour or day closed (claims.closes_at), for operators to read,
-before the sweep drops it: frequency counters alone add a row per screen, campaign and hour."""
+COUNTER_RETENTION_SECONDS = DEFAULTS.counter_retention_seconds
+"""How long a delivery counter is kept after its hour or day closed (claims.closes_at), unless
+ADSLOT_COUNTER_RETENTION_HOURS says otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,8 +195,7 @@ ANSWER_SLOTS = 64
 """Rows each worker process keeps in ledger_answers: a frame is stored in slot seq % ANSWER_SLOTS. A worker
 has only its batches in flight unanswered at once (2 by default, at most ANSWER_SLOTS - 1), numbered in a row,
 so a slot is overwritten only after the frame before it in that slot was answered."""
-MAX_BATCHES_IN_FLIGHT = ANSWER_SLOTS // 2
-"""The most batches a worker may have in flight (ADSLOT_BATCHES_IN_FLIGHT), well inside ANSWER_SLOTS."""
+assert MAX_BATCHES_IN_FLIGHT < ANSWER_SLOTS, "a slot must not be reused while its frame is unanswered"
 ANSWER_RETENTION_SECONDS = 24 * 3600
 """How long the expiry sweep keeps an answer: far longer than a worker takes to resend its frames."""
 

@@ -1,8 +1,8 @@
-"""One ledger writer process per environment for all the workers of `adslot serve --workers N`.
+"""One ledger writer process per SQLite environment for all the workers of `adslot serve`.
 
-With a writer process per worker, N workers pay N commits (N fsyncs) for what one could carry, each with
-batches 1/N as large, and on SQLite they take turns for the one write lock. Here `adslot serve` starts one
-listening writer per environment before its workers, and each worker's ProcessLedgerStore dials it
+With a writer process per worker, N workers would pay N commits (N fsyncs) for what one can carry, each with
+batches 1/N as large, taking turns for SQLite's one write lock. `adslot serve` starts one listening writer
+per environment before its workers, and each worker's ProcessLedgerStore dials it
 (`ADSLOT_LEDGER_SOCKET_DIR`): the batches of all workers that arrive during a commit go in the next one.
 
 The writer lives as long as the server: a watcher thread starts it again if it dies (the workers' batches in
@@ -22,13 +22,12 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from adslot.ledger.stores import writer_for
 from adslot.ledger.wire import SIZE
 from adslot.ledger.writer_process import READY, encode_database
-from adslot.settings import EnvironmentSettings, Settings
+from adslot.settings import EnvironmentSettings
 
 log = logging.getLogger(__name__)
 START_TIMEOUT_SECONDS = 60.0
@@ -119,21 +118,14 @@ def _close(process: subprocess.Popen[bytes]) -> int:
         return process.wait()
 
 
-def in_processes(settings: Settings) -> list[EnvironmentSettings]:
-    """The environments whose ledger batches go to a writer process under several workers (writer_for()):
-    the ones a shared writer serves; the others' workers write to their database themselves."""
-    choice = settings.ledger_writer
-    return [env for env in settings.environments if writer_for(env, choice) == "process"]
-
-
 @contextlib.contextmanager
-def shared_writers(settings: Settings) -> Iterator[Path]:
-    """Run one shared writer per environment that has writer processes (in_processes()); yield the directory
-    of their sockets for the workers."""
+def shared_writers(environments: Sequence[EnvironmentSettings]) -> Iterator[Path]:
+    """Run one shared writer for each of `environments`; yield the directory of their sockets for the
+    workers."""
     socket_dir = Path(tempfile.mkdtemp(prefix="adslot-ledger-"))
     writers: list[SharedWriter] = []
     try:
-        for env in in_processes(settings):
+        for env in environments:
             writer = SharedWriter(env, socket_path(socket_dir, env.name))
             writer.start()
             writers.append(writer)

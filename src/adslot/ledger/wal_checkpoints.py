@@ -3,10 +3,10 @@
 SQLite checkpoints inside the COMMIT that takes the WAL past `wal_autocheckpoint` pages (1,000 by default):
 on a ledger that is the writer's, which then copies those pages into the database file and syncs it before
 it can answer the batch. Every thousand pages or so one batch waited milliseconds, and with it every pixel
-that arrived meanwhile: those waits were much of the pixels' p99 at half load (`bench/README.md`, sixteenth
-session: p99/p50 3.7-3.9 before, 3.2-3.4 after). Here a thread copies what the writer committed, at most every
-PAUSE_SECONDS, on its own connection: a PASSIVE checkpoint never takes the write lock, and SQLite releases the
-GIL while it copies. It costs the writer's process ~1.5 µs of CPU per pixel (the thread's fsyncs).
+that arrived meanwhile: those waits were much of the pixels' p99 at half load. Here a thread copies what the
+writer committed, at most every PAUSE_SECONDS, on its own connection: a PASSIVE checkpoint never takes the
+write lock, and SQLite releases the GIL while it copies. It costs the writer's process ~1.5 µs of CPU per
+pixel (the thread's fsyncs).
 
 The WAL goes back to its start only after a checkpoint that copied all of it, which a thread racing the
 writer's commits rarely makes; so the writer keeps a checkpoint of its own, at BACKSTOP_PAGES, which then

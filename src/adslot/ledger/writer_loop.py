@@ -1,11 +1,8 @@
 """The SQLite ledger writer's loop: every worker's frames read through one selector, no event loop.
 
 SQLite writes one transaction at a time, so its writer has nothing to overlap, whether it serves the one
-worker that started it or all the workers of `adslot serve --workers N`. A plain loop does what the asyncio
-Applier does for PostgreSQL's concurrent lanes without a task, future or loop pass per batch: with one
-worker that overhead was ~1/5 of the writer's CPU per pixel (sampled), and with two workers the shared
-writer on the Applier spent 40.0 µs per impression against 28.9 for one worker's blocking loop
-(bench/results/workers.md, 2026-11-27).
+app that started it or all the workers of `adslot serve`. A plain loop spares the task, future and loop pass
+per batch that an asyncio loop spends, about a fifth of the writer's CPU per pixel when sampled.
 
 Each pass waits until a socket is readable (not at all while frames wait), reads what every ready client
 has sent, takes one batch per client into one transaction (writer_rules.one_per_client) and answers each

@@ -1,22 +1,21 @@
-"""The ledger writer's rules, free of I/O: which batch frames go into its next transaction, and what each
-is answered.
+"""The ledger writer's rules, free of I/O: which batch frames go into its next transaction, and what each is
+answered.
 
-Both writer loops (the blocking one for SQLite, the asyncio Applier for PostgreSQL) answer frames by the same
-rules: a frame that cannot be decoded fails alone; a resent frame committed before gets its stored answer;
-the rest are applied together, and if that fails, each alone, so one worker's bad batch never fails
-another's; a resent frame that fails on what its first copy committed meanwhile gets that copy's answer.
-A transaction whose connection went away while it may have been committing (OutcomeUnknown) is settled
-here, where its frames' stored answers tell: each frame committed gets its answer, the others are applied
-again alone, and only a frame the database cannot be asked about goes back to its worker as unknown (a 503
-its group committer never retries: it could count the frame twice).
-`plan` states those rules once, as a generator that yields what it needs from the store (`Stored`, `Apply`)
-and is sent the result (or thrown the store's exception); `answer_blocking` and `answer_async` drive it.
+The writer loop (writer_loop.py) answers frames by these rules: a frame that cannot be decoded fails alone;
+a resent frame committed before gets its stored answer; the rest are applied together, and if that fails,
+each alone, so one worker's bad batch never fails another's; a resent frame that fails on what its first
+copy committed meanwhile gets that copy's answer. A transaction whose connection went away while it may have
+been committing (OutcomeUnknown) is settled here, where its frames' stored answers tell: each frame
+committed gets its answer, the others are applied again alone, and only a frame the database cannot be asked
+about goes back to its worker as unknown (a 503 its group committer never retries: it could count the frame
+twice). `plan` states those rules once, as a generator that yields what it needs from the store (`Stored`,
+`Apply`) and is sent the result (or thrown the store's exception); `answer_blocking` drives it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from adslot.ledger.records import Operation, Receipt
@@ -206,26 +205,6 @@ def answer_blocking(
                 result: object = stored(ask.stamp.client, ask.stamp.seq)
             else:
                 result = apply(ask.operations, ask.receipts)
-        except Exception as exc:
-            steps.throw(exc)
-        else:
-            steps.send(result)
-    return steps.replies
-
-
-async def answer_async(
-    frames: Sequence[tuple[C, bytes]],
-    stored: Callable[[bytes, int], Awaitable[bytes | None]],
-    apply: Callable[[Sequence[Operation], Sequence[Receipt]], Awaitable[list[bytes]]],
-) -> list[tuple[C, bytes]]:
-    """answer_blocking() against a store's coroutines."""
-    steps = _Steps(frames)
-    while (ask := steps.ask) is not None:
-        try:
-            if isinstance(ask, Stored):
-                result: object = await stored(ask.stamp.client, ask.stamp.seq)
-            else:
-                result = await apply(ask.operations, ask.receipts)
         except Exception as exc:
             steps.throw(exc)
         else:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import sqlalchemy as sa
 
-from adslot.errors import ApiError
 from adslot.settings import EnvironmentSettings
 from adslot.storage.write_turn import WriteTurn
 
@@ -137,21 +138,20 @@ def as_dict(row: sa.RowMapping) -> dict[str, Any]:
     return {str(k): v for k, v in row.items()}
 
 
-UNIQUE_VIOLATION = "23505"
-"""PostgreSQL's SQLSTATE for a duplicate key."""
+_SQLITE_UNIQUE = frozenset({"SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY"})
 
 
 def is_unique_violation(exc: sa.exc.IntegrityError) -> bool:
-    """A duplicate primary or unique key, on either backend (not a foreign-key or NOT NULL failure)."""
-    if getattr(exc.orig, "sqlstate", None) == UNIQUE_VIOLATION:
+    """A duplicate primary or unique key, on either backend (not a foreign-key or NOT NULL failure), as the
+    driver types it: psycopg's UniqueViolation, sqlite3's extended result code."""
+    if isinstance(exc.orig, psycopg.errors.UniqueViolation):
         return True
-    text = str(exc.orig)
-    return text.startswith("UNIQUE constraint failed") or text.startswith("PRIMARY KEY constraint failed")
+    return isinstance(exc.orig, sqlite3.IntegrityError) and exc.orig.sqlite_errorname in _SQLITE_UNIQUE
 
 
 @contextmanager
-def conflict_as(error: ApiError) -> Iterator[None]:
-    """Answer `error` (a 409) when a write inside hits a duplicate key.
+def conflict_as(error: Exception) -> Iterator[None]:
+    """Raise `error` (the domain's 409) when a write inside hits a duplicate key.
 
     The read before an insert answers the common case; this is for the request that loses a race with a
     concurrent one creating the same key between that read and its insert, which would otherwise be a 500.

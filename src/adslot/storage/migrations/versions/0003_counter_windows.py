@@ -7,10 +7,10 @@ Create Date: 2026-11-23
 
 from __future__ import annotations
 
+import datetime
+
 import sqlalchemy as sa
 from alembic import op
-
-from adslot.ledger.claims import closes_at
 
 revision = "0003"
 down_revision = "0002"
@@ -20,6 +20,31 @@ depends_on = None
 BACKFILL_CHUNK = 1000
 
 counters = sa.table("delivery_counters", sa.column("key", sa.String), sa.column("closes_at", sa.BigInteger))
+HOUR = 3600
+DAY = 24 * HOUR
+LATEST_MIDNIGHT = 12 * HOUR
+
+
+def closes_at(key: str) -> int | None:
+    """The window's close of a counter key as this revision's code wrote keys (ledger/claims.py then), kept
+    here so that the migration does what it did whatever the ledger's code becomes."""
+    try:
+        if key.startswith("c"):  # c{id}:hour:{epoch hour}, c{id}:day:{date}:{metric}, c{id}:life:{metric}
+            _, kind, when = key.split(":")[:3]
+        elif key.startswith("f"):  # f{id}:{place}:h:{epoch hour}, f{id}:{place}:d:{date}
+            head, _, when = key.rpartition(":")
+            kind = head.rpartition(":")[2]
+        else:
+            return None
+        if kind in ("hour", "h"):
+            return int(when) + HOUR
+        if kind not in ("day", "d"):
+            return None
+        day = datetime.date.fromisoformat(when)
+    except ValueError:
+        return None
+    midnight = datetime.datetime(day.year, day.month, day.day, tzinfo=datetime.UTC)
+    return int(midnight.timestamp()) + DAY + LATEST_MIDNIGHT
 
 
 def upgrade() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from adslot.errors import ApiError
-from adslot.inventory.places import COUNTRIES, check_timezone, country_code
+from adslot.places import COUNTRIES, check_timezone, country_code
 
 
 def test_every_assigned_iso_3166_alpha_2_code_and_kosovo_are_known() -> None:
