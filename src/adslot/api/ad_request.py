@@ -94,6 +94,17 @@ def check_content_type(content_type: str | None) -> None:
         raise ApiError(415, "unsupported_media_type", "the body must be UTF-8 JSON", "Content-Type")
 
 
+def check_content_encoding(content_encoding: str | None) -> None:
+    """Bodies are read as sent: an encoded one (gzip, say) is refused by name rather than read as garbage."""
+    if content_encoding is not None and content_encoding.strip().lower() not in ("", "identity"):
+        raise ApiError(
+            415,
+            "unsupported_content_encoding",
+            f"send the body without Content-Encoding (got {content_encoding.strip()[:40]!r})",
+            "Content-Encoding",
+        )
+
+
 def check_format(fmt: str | None) -> str:
     if fmt is None:
         return "json"
@@ -103,20 +114,35 @@ def check_format(fmt: str | None) -> str:
 
 
 async def handle_ad_request(
-    env: Environment, *, key: str | None, fmt: str | None, content_type: str | None, body: bytes
+    env: Environment,
+    *,
+    key: str | None,
+    fmt: str | None,
+    content_type: str | None,
+    body: bytes,
+    content_encoding: str | None = None,
 ) -> Reply:
     try:
-        return await _ad_request(env, key=key, fmt=fmt, content_type=content_type, body=body)
+        return await _ad_request(
+            env, key=key, fmt=fmt, content_type=content_type, content_encoding=content_encoding, body=body
+        )
     except ApiError as error:
         return error_reply(error, NO_STORE)
 
 
 async def _ad_request(
-    env: Environment, *, key: str | None, fmt: str | None, content_type: str | None, body: bytes
+    env: Environment,
+    *,
+    key: str | None,
+    fmt: str | None,
+    content_type: str | None,
+    content_encoding: str | None,
+    body: bytes,
 ) -> Reply:
     account = authenticate(env, key, SCOPE_AD_REQUEST)
     fmt = check_format(fmt)
     check_content_type(content_type)
+    check_content_encoding(content_encoding)
     if len(body) > env.settings.max_body_bytes:
         raise ApiError(
             413, "payload_too_large", f"the body may be at most {env.settings.max_body_bytes} bytes", "body"

@@ -112,5 +112,6 @@ def ad_request_route(
         key=_header(headers, b"ssp-key"),
         fmt=read_query(query).get("format"),
         content_type=_header(headers, b"content-type"),
+        content_encoding=_header(headers, b"content-encoding"),
         body=body,
     )

@@ -166,7 +166,7 @@ AdRequestUuidPath = Annotated[
         ),
         204: ResponseSpec(None, description="Valid request, no ad to return: no body."),
         413: error_spec("Body larger than the limit."),
-        415: error_spec("Body is not UTF-8 application/json."),
+        415: error_spec("Body is not UTF-8 application/json, or is sent with a Content-Encoding."),
         422: error_spec("The venue is not registered (production)."),
         **ERRORS,
     },
@@ -204,7 +204,12 @@ async def ad_request(
     body = await request.body()
     return reply_response(
         await handle_ad_request(
-            env, key=ssp_key, fmt=format, content_type=request.headers.get("content-type"), body=body
+            env,
+            key=ssp_key,
+            fmt=format,
+            content_type=request.headers.get("content-type"),
+            content_encoding=request.headers.get("content-encoding"),
+            body=body,
         )
     )
 

@@ -37,6 +37,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import httptools
 from uvicorn.config import Config
 from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol, RequestResponseCycle
@@ -55,12 +56,24 @@ from adslot.api.reply import NO_STORE, Reply, failure_reply
 from adslot.environment import Environment
 from adslot.routes import AD_REQUEST_PATHS
 
+UPGRADE_HEADERS = frozenset({b"upgrade", b"http2-settings"})
+"""Headers of an upgrade offer, dropped with it when it is ignored."""
+UPGRADE_TOKENS = frozenset({b"upgrade", b"http2-settings"})
+"""Connection options that name an ignored offer's headers."""
+
 INTERNALS: dict[str, tuple[str, ...]] = {
     "HttpToolsProtocol": (
+        "data_received",
+        "eof_received",
         "on_headers_complete",
         "on_body",
         "on_message_complete",
         "on_response_complete",
+        "_unset_keepalive_if_required",
+        "_should_upgrade",
+        "_unsupported_upgrade_warning",
+        "handle_websocket_upgrade",
+        "send_400_response",
         "app",
         "access_log",
         "cycle",
@@ -68,6 +81,7 @@ INTERNALS: dict[str, tuple[str, ...]] = {
         "flow",
         "headers",
         "limit_concurrency",
+        "logger",
         "loop",
         "parser",
         "pipeline",
@@ -198,8 +212,70 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         self._body_size = 0
         self._begin: Begin | None = None
         """A pixel being read: its begin_event, until its message is complete."""
+        self._ignored_upgrade = False
+        """The request being read offers an upgrade this server does not take (`Upgrade: h2c`, as Java's
+        HttpClient and `curl --http2` send on every cleartext request): RFC 9110 7.8 lets a server ignore
+        it, so its head is read again without the offer and its body read as HTTP/1.1's. httptools would
+        take the rest of the stream as the new protocol's and end the request before its body."""
+        self._half_closed = False
+        """The client shut its sending side down after a request: answer what it sent, then close."""
+
+    def data_received(self, data: bytes) -> None:
+        """uvicorn's, but for an upgrade offer it does not take, which is ignored rather than taken as the
+        end of HTTP/1.1 on this connection."""
+        self._unset_keepalive_if_required()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            message = "Invalid HTTP request received."
+            self.logger.warning(message)
+            self.send_400_response(message)
+        except httptools.HttpParserUpgrade as upgrade:
+            if self._ignored_upgrade:
+                self._read_again_without_upgrade(data[upgrade.args[0] :])
+            elif self._should_upgrade():
+                self.handle_websocket_upgrade()
+            else:  # pragma: no cover - every upgrade not taken is ignored above
+                self._unsupported_upgrade_warning()
+
+    def _read_again_without_upgrade(self, rest: bytes) -> None:
+        """Parse the request whose upgrade offer is ignored again, from a head without the offer, then
+        `rest` (its body and whatever followed) on the same new parser."""
+        self._ignored_upgrade = False
+        method, version = self.parser.get_method(), self.parser.get_http_version()
+        lines = [b"%s %s HTTP/%s\r\n" % (method, self.url, version.encode("ascii"))]
+        for name, value in self.headers:
+            if name in UPGRADE_HEADERS:
+                continue
+            if name == b"connection":
+                tokens = [t.strip() for t in value.split(b",")]
+                value = b", ".join(t for t in tokens if t and t.lower() not in UPGRADE_TOKENS)
+                if not value:
+                    continue
+            lines.append(b"%s: %s\r\n" % (name, value))
+        lines.append(b"\r\n")
+        self.parser = httptools.HttpRequestParser(self)
+        self.parser.set_dangerous_leniencies(lenient_data_after_close=True)  # as uvicorn makes its parser
+        self.data_received(b"".join(lines) + rest)
+
+    def eof_received(self) -> bool | None:  # type: ignore[override]  # asyncio.Protocol allows a bool
+        """Keep the connection open for writing while a request that came before the end is answered: a
+        client that half-closes after its request (a shell script, a simple player) still gets its answer,
+        then the connection closes (on_response_complete)."""
+        if self.cycle is not None and not self.cycle.response_complete:
+            self._half_closed = True
+            return True
+        return None
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self._half_closed and not self.pipeline and not self.transport.is_closing():
+            self.transport.close()
 
     def on_headers_complete(self) -> None:
+        if self.parser.should_upgrade() and not self._should_upgrade():
+            self._ignored_upgrade = True  # read again without the offer once the parser stops at its end
+            return
         idle = (self.cycle is None or self.cycle.response_complete) and not self.pipeline
         # A client that does not read its answers pauses writing: then uvicorn's cycle, which waits for the
         # drain, answers, so that answers never pile up in the transport's buffer.
@@ -241,6 +317,8 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         return None
 
     def on_body(self, body: bytes) -> None:
+        if self._ignored_upgrade:
+            return
         if self._handler is None:
             super().on_body(body)
         elif self._post is not None and self._body_size <= self._post[0].settings.max_body_bytes:
@@ -250,6 +328,8 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         # A hot GET's body means nothing to it, as to the ASGI lane: read and dropped.
 
     def on_message_complete(self) -> None:
+        if self._ignored_upgrade:
+            return  # the offer's head alone: the request is read again, body and all
         handler = self._handler
         if handler is None:
             return super().on_message_complete()

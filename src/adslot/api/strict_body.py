@@ -17,6 +17,7 @@ from litestar import Request
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 
+from adslot.api.ad_request import check_content_encoding
 from adslot.errors import invalid_value
 
 _decoders: WeakKeyDictionary[BaseRouteHandler, msgspec.json.Decoder[Any] | None] = WeakKeyDictionary()
@@ -31,6 +32,7 @@ def _decoder(handler: BaseRouteHandler) -> msgspec.json.Decoder[Any] | None:
 
 
 async def strict_body(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+    check_content_encoding(connection.headers.get("content-encoding"))
     decoder = _decoder(handler)
     if decoder is None or not isinstance(connection, Request):
         return
