@@ -117,6 +117,7 @@ class Keys:
     production_admin: str
     production_admin_only: str
     sandbox_admin_only: str
+    sandbox_admin: str
     other_account: str
 
 
@@ -220,7 +221,11 @@ def make_keys(settings: Settings) -> Keys:
                 "other_account": ("other", "ad_request"),
             },
         ),
-        ("sandbox", TEST_PREFIX, {"sandbox_admin_only": ("sbops", "admin")}),
+        (
+            "sandbox",
+            TEST_PREFIX,
+            {"sandbox_admin_only": ("sbops", "admin"), "sandbox_admin": ("sbops", "admin,ad_request")},
+        ),
     ):
         env = settings.environment(env_name)
         sandbox_key = prepare_database(env)

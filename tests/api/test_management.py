@@ -244,7 +244,8 @@ def test_management_needs_an_admin_key(live: LiveServer, http: httpx.Client) -> 
 
 def test_sandbox_and_production_catalogs_are_separate(live: LiveServer, http: httpx.Client) -> None:
     assert live.keys
-    sandbox = http.get(f"{live.sandbox_url}/api/v1/campaigns", headers={"Ssp-Key": live.keys.sandbox}).json()
+    sandbox_admin = {"Ssp-Key": live.keys.sandbox_admin_only}
+    sandbox = http.get(f"{live.sandbox_url}/api/v1/campaigns", headers=sandbox_admin).json()
     production = http.get(f"{live.url}/api/v1/campaigns", headers=admin(live)).json()
     assert [c["name"] for c in sandbox] == ["Sandbox demo campaign"]
     assert "Sandbox demo campaign" not in [c["name"] for c in production]

@@ -66,7 +66,7 @@ def api_schema(request: pytest.FixtureRequest, live: LiveServer) -> BaseSchema:
     if request.param == "production":
         base_url, key = live.url, live.keys.production_admin
     else:
-        base_url, key = live.sandbox_url, live.keys.sandbox
+        base_url, key = live.sandbox_url, live.keys.sandbox_admin
     assert base_url.startswith("http://127.0.0.1:")
     return schemathesis.openapi.from_url(f"{base_url}/openapi.json", config=config_for(base_url, key))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 import sqlalchemy as sa
@@ -9,9 +11,10 @@ import sqlalchemy as sa
 from adslot.auth.keys import LIVE_PREFIX
 from adslot.auth.repository import create_key, revoke_key
 from adslot.catalog import bump_version
+from adslot.environment import prepare_database
 from adslot.storage.database import make_engine
-from adslot.storage.tables import ad_requests
-from tests.conftest import LiveServer, play_time
+from adslot.storage.tables import ad_requests, api_keys
+from tests.conftest import LiveServer, free_port, make_settings, play_time
 from tests.contract.support import (
     ENVIRONMENTS,
     PATHS,
@@ -166,3 +169,44 @@ def test_record_lookup_and_pixels_follow_the_same_key_rules(live: LiveServer, ht
     assert (
         http.get(f"{live.url}/api/v1/ad/callback/", params={"ad_request_uuid": uuid_text}).status_code == 200
     )
+
+
+def test_the_shared_sandbox_testing_key_is_refused_403_on_every_management_and_report_endpoint(
+    live: LiveServer, http: httpx.Client
+) -> None:
+    """The shared key is published on the playground page: anyone could pause the demo campaign or read
+    every sandbox account's play log with it, were it an admin key."""
+    from tests.api.test_openapi_document import MANAGEMENT
+
+    assert live.keys
+    document = http.get(f"{live.sandbox_url}/openapi.json").json()
+    documented = {(method, path) for path, item in document["paths"].items() for method in item}
+    assert documented >= MANAGEMENT
+    for method, template in sorted(MANAGEMENT):
+        path = template.format(campaign_id=1, creative_id=1, venue_id="lobby", screen_id="s1")
+        response = http.request(
+            method.upper(),
+            f"{live.sandbox_url}{path}",
+            headers={"Ssp-Key": live.keys.sandbox, "Content-Type": "application/json"},
+            content=b"{}",
+        )
+        assert_error(response, 403, "insufficient_scope", "Ssp-Key")
+    # What it is for still works: an ad request and its own record.
+    filled = request_ad(http, live, env="sandbox", body={"venue_id": "lobby", "play_time": play_time()})
+    assert filled.status_code == 200
+
+
+def test_a_testing_key_made_admin_before_is_narrowed_to_ad_requests_at_the_next_start(tmp_path: Path) -> None:
+    settings, _ = make_settings(tmp_path, "sqlite", free_port())
+    sandbox = settings.environment("sandbox")
+    key = prepare_database(sandbox)
+    assert key is not None
+    engine = make_engine(sandbox)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.update(api_keys).values(scopes="ad_request,admin"))
+        assert prepare_database(sandbox) == key
+        with engine.connect() as conn:
+            assert conn.execute(sa.select(api_keys.c.scopes)).scalars().all() == ["ad_request"]
+    finally:
+        engine.dispose()

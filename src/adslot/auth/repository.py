@@ -67,6 +67,17 @@ def store_known_key(conn: sa.Connection, *, key: str, account: str, scopes: str,
     )
 
 
+def restrict_scopes(conn: sa.Connection, key: str, scopes: str) -> bool:
+    """Give `key` exactly `scopes`; whether it had others."""
+    wanted = ",".join(sorted(parse_scopes(scopes)))
+    result = conn.execute(
+        sa.update(api_keys)
+        .where(api_keys.c.key_hash == hash_key(key), api_keys.c.scopes != wanted)
+        .values(scopes=wanted)
+    )
+    return bool(result.rowcount)
+
+
 def list_keys(conn: sa.Connection) -> list[KeyInfo]:
     rows = conn.execute(
         sa.select(api_keys, accounts.c.name.label("account"))

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from adslot.auth.keys import SCOPE_AD_REQUEST, SCOPE_ADMIN, TEST_PREFIX, new_key
-from adslot.auth.repository import store_known_key
+from adslot.auth.keys import SCOPE_AD_REQUEST, TEST_PREFIX, new_key
+from adslot.auth.repository import restrict_scopes, store_known_key
 from adslot.campaigns.repository import add_creative, create_advertiser, create_campaign
 from adslot.campaigns.schemas import AdvertiserIn, CampaignIn, CreativeIn
 from adslot.catalog import bump_version, get_meta, set_meta
@@ -30,16 +30,22 @@ def testing_key(conn: sa.Connection) -> str | None:
 
 
 def seed_sandbox(conn: sa.Connection) -> str:
-    """Create the shared key and demo campaign if missing; return the shared key."""
+    """Create the shared key and demo campaign if missing; return the shared key.
+
+    The shared key is published on the playground page, so it may only ask for ads (and read and release its
+    own): administering the sandbox takes a key of its own, as in production. A key made admin before is
+    narrowed here, at every start."""
     existing = testing_key(conn)
     if existing:
+        if restrict_scopes(conn, existing, SCOPE_AD_REQUEST):
+            bump_version(conn)
         return existing
     key = new_key(TEST_PREFIX)
     store_known_key(
         conn,
         key=key,
         account="sandbox-testers",
-        scopes=f"{SCOPE_AD_REQUEST},{SCOPE_ADMIN}",
+        scopes=SCOPE_AD_REQUEST,
         label="shared testing key",
     )
     set_meta(conn, TESTING_KEY_META, key)
