@@ -81,6 +81,16 @@ class Settings:
     play_time_skew_seconds: int = 60
     play_time_max_lead_seconds: int = 3600
     max_body_bytes: int = 16 * 1024
+    max_head_bytes: int = 16 * 1024
+    """A request's line and headers together (431 above), counted as they arrive, before they are kept."""
+    max_url_bytes: int = 8 * 1024
+    """A request target's length (414 above)."""
+    max_headers: int = 100
+    """Header fields in one request (431 above)."""
+    head_timeout_seconds: float = 10.0
+    """How long a connection may take to send a request's head: one that sends nothing is closed, one whose
+    head is still incomplete is answered 408 and closed. The wait between requests on a kept-alive
+    connection is uvicorn's keep-alive timeout (5 s)."""
     max_id_length: int = 128
     schema_strict_extension: bool = False
     fast_lane: bool = True
@@ -173,6 +183,11 @@ def load_settings(
         ),
         max_body_bytes=_int(env, "ADSLOT_MAX_BODY_BYTES", DEFAULTS.max_body_bytes, 256),
         max_id_length=_int(env, "ADSLOT_MAX_ID_LENGTH", DEFAULTS.max_id_length, 8),
+        max_head_bytes=_int(env, "ADSLOT_MAX_HEAD_BYTES", DEFAULTS.max_head_bytes, 1024),
+        max_url_bytes=_int(env, "ADSLOT_MAX_URL_BYTES", DEFAULTS.max_url_bytes, 256),
+        max_headers=_int(env, "ADSLOT_MAX_HEADERS", DEFAULTS.max_headers, 8),
+        head_timeout_seconds=_int(env, "ADSLOT_HEAD_TIMEOUT_MS", _ms(DEFAULTS.head_timeout_seconds), 100)
+        / 1000,
         schema_strict_extension=_bool(
             env, "ADSLOT_VAST_SCHEMA_STRICT_EXTENSION", DEFAULTS.schema_strict_extension
         ),

@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import httptools
 from uvicorn.config import Config
@@ -52,9 +52,11 @@ from adslot.api.hot_paths import (
     response_headers,
 )
 from adslot.api.proof_of_play import Pending
-from adslot.api.reply import NO_STORE, Reply, failure_reply
+from adslot.api.reply import NO_STORE, Reply, error_reply, failure_reply
 from adslot.environment import Environment
+from adslot.errors import ApiError
 from adslot.routes import AD_REQUEST_PATHS
+from adslot.settings import Settings
 
 UPGRADE_HEADERS = frozenset({b"upgrade", b"http2-settings"})
 """Headers of an upgrade offer, dropped with it when it is ignored."""
@@ -162,16 +164,48 @@ _PIXEL: Handler = _pixel
 verdict's callback."""
 
 
-def _app_lanes(app: Any) -> list[tuple[bytes, Environment]]:
-    """(mount path as bytes, environment) of the adslot app under uvicorn's middleware, or none."""
+def _adslot_app(app: Any) -> Any:
+    """The adslot app under uvicorn's middleware (what has `lanes` and `settings`), or None."""
     for _ in range(8):
-        lanes = getattr(app, "lanes", None)
-        if callable(lanes):
-            return [(mount.encode("ascii"), env) for mount, env in lanes()]
+        if callable(getattr(app, "lanes", None)):
+            return app
         app = getattr(app, "app", None)
         if app is None:
             break
-    return []
+    return None
+
+
+class HeadLimits(NamedTuple):
+    """What a request's head may be (Settings: ADSLOT_MAX_HEAD_BYTES, _MAX_URL_BYTES, _MAX_HEADERS,
+    _HEAD_TIMEOUT_MS); the defaults for an app that is not adslot's."""
+
+    head_bytes: int = Settings.max_head_bytes
+    url_bytes: int = Settings.max_url_bytes
+    headers: int = Settings.max_headers
+    timeout_seconds: float = Settings.head_timeout_seconds
+
+    @classmethod
+    def of(cls, settings: Settings | None) -> HeadLimits:
+        if settings is None:
+            return cls()
+        return cls(
+            settings.max_head_bytes,
+            settings.max_url_bytes,
+            settings.max_headers,
+            settings.head_timeout_seconds,
+        )
+
+
+class _Refused(Exception):
+    """Raised from a parser callback to stop reading a request that is answered with `reply` and closed."""
+
+    def __init__(self, reply: Reply) -> None:
+        super().__init__(reply.status)
+        self.reply = reply
+
+
+def _refusal(status: int, code: str, message: str, field: str | None = None) -> Reply:
+    return error_reply(ApiError(status, code, message, field), NO_STORE)
 
 
 def encode_response(
@@ -202,7 +236,21 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         super().__init__(config, server_state, app_state, _loop)
         access_log = config.access_log and self.access_log  # the lane writes no access log line
         usable = not config.root_path and self.limit_concurrency is None and not access_log
-        self._lanes = _app_lanes(self.app) if usable else []
+        adslot = _adslot_app(self.app)
+        self._lanes: list[tuple[bytes, Environment]] = (
+            [(mount.encode("ascii"), env) for mount, env in adslot.lanes()] if adslot and usable else []
+        )
+        self._limits = HeadLimits.of(getattr(adslot, "settings", None))
+        self._reading_body = False
+        """Between a request's headers and its end: its bytes are the body's, not a head's."""
+        self._head_bytes = 0
+        """Bytes of the head being read that came in earlier packets than the one being parsed."""
+        self._header_count = 0
+        self._in_head = False
+        self._messages_begun = 0
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._received = False
+        self._refused = False
         self._handler: Handler | None = None
         """The hot handler of the request being read, from its headers until its message is complete."""
         self._method = "GET"
@@ -220,16 +268,40 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         self._half_closed = False
         """The client shut its sending side down after a request: answer what it sent, then close."""
 
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        # A connection that never sends a request is closed, so that idle sockets cannot pile up.
+        self._head_timer = self.loop.call_later(self._limits.timeout_seconds, self._head_timed_out)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_head_timer()
+        super().connection_lost(exc)
+
     def data_received(self, data: bytes) -> None:
-        """uvicorn's, but for an upgrade offer it does not take, which is ignored rather than taken as the
-        end of HTTP/1.1 on this connection."""
+        """uvicorn's, with the head's limits enforced as its bytes arrive (before the parser keeps them),
+        and an upgrade offer it does not take ignored rather than taken as the end of HTTP/1.1."""
+        if self._refused:
+            return
+        self._received = True
         self._unset_keepalive_if_required()
+        reading_head = not self._reading_body
+        if (
+            reading_head
+            and self._head_bytes + len(data) > self._limits.head_bytes
+            and not self._head_ends(data)
+        ):
+            self._refuse(self._head_too_large(data))
+            return
+        begun = self._messages_begun
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserError:
-            message = "Invalid HTTP request received."
-            self.logger.warning(message)
-            self.send_400_response(message)
+        except httptools.HttpParserError as error:
+            if isinstance(error.__context__, _Refused):  # raised by a callback, passed on by httptools
+                self._refuse(error.__context__.reply)
+                return
+            self.logger.warning("Invalid HTTP request received.")
+            self._refuse(_refusal(400, "malformed_request", "the request is not valid HTTP/1.1"))
+            return
         except httptools.HttpParserUpgrade as upgrade:
             if self._ignored_upgrade:
                 self._read_again_without_upgrade(data[upgrade.args[0] :])
@@ -237,6 +309,78 @@ class AdslotHttpProtocol(HttpToolsProtocol):
                 self.handle_websocket_upgrade()
             else:  # pragma: no cover - every upgrade not taken is ignored above
                 self._unsupported_upgrade_warning()
+            return
+        if not self._in_head:
+            self._head_bytes = 0
+            return
+        # A head is still incomplete: its bytes so far count against the limit (those of a head that began
+        # in this packet from the next one on), and it may not take longer than the head timeout.
+        self._head_bytes = 0 if self._messages_begun != begun else self._head_bytes + len(data)
+        if self._head_timer is None:
+            self._head_timer = self.loop.call_later(self._limits.timeout_seconds, self._head_timed_out)
+
+    def _head_ends(self, data: bytes) -> bool:
+        """Whether the head being read ends in `data` within the limit (a blank line there)."""
+        allowed = self._limits.head_bytes - self._head_bytes
+        return data.find(b"\r\n\r\n", 0, max(0, allowed) + 4) != -1
+
+    def _head_too_large(self, data: bytes) -> Reply:
+        if (
+            self._header_count == 0 and b"\r\n" not in data
+        ):  # still in the request line: the target is too long
+            return _refusal(
+                414, "uri_too_long", f"the request target may be at most {self._limits.url_bytes} bytes"
+            )
+        return _refusal(
+            431, "headers_too_large", f"the request's head may be at most {self._limits.head_bytes} bytes"
+        )
+
+    def _refuse(self, reply: Reply) -> None:
+        """Answer `reply` and close: the rest of what the client sends is not read."""
+        self._refused = True
+        self._stop_head_timer()
+        if not self.transport.is_closing():
+            self.transport.write(encode_response(reply, False, self.server_state.default_headers, False))
+            self.transport.close()
+
+    def _stop_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self._reading_body or self.transport.is_closing():
+            return
+        if not self._received:
+            self.transport.close()  # nothing was sent: nothing to answer
+            return
+        self._refuse(_refusal(408, "request_timeout", "the request's head took too long to arrive"))
+
+    def on_url(self, url: bytes) -> None:
+        super().on_url(url)
+        if len(self.url) > self._limits.url_bytes:
+            raise _Refused(
+                _refusal(
+                    414, "uri_too_long", f"the request target may be at most {self._limits.url_bytes} bytes"
+                )
+            )
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._header_count += 1
+        if self._header_count > self._limits.headers:
+            raise _Refused(
+                _refusal(
+                    431, "too_many_headers", f"a request may carry at most {self._limits.headers} headers"
+                )
+            )
+        super().on_header(name, value)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._header_count = 0
+        self._in_head = True
+        self._messages_begun += 1
 
     def _read_again_without_upgrade(self, rest: bytes) -> None:
         """Parse the request whose upgrade offer is ignored again, from a head without the offer, then
@@ -273,6 +417,14 @@ class AdslotHttpProtocol(HttpToolsProtocol):
             self.transport.close()
 
     def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._reading_body = True
+        self._stop_head_timer()
+        if self.parser.get_http_version() == "1.1" and not any(name == b"host" for name, _ in self.headers):
+            # RFC 9112 3.2: a server must answer 400 to an HTTP/1.1 request without Host.
+            raise _Refused(
+                _refusal(400, "missing_host", "an HTTP/1.1 request must carry a Host header", "Host")
+            )
         if self.parser.should_upgrade() and not self._should_upgrade():
             self._ignored_upgrade = True  # read again without the offer once the parser stops at its end
             return
@@ -328,6 +480,8 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         # A hot GET's body means nothing to it, as to the ASGI lane: read and dropped.
 
     def on_message_complete(self) -> None:
+        self._reading_body = False
+        self._header_count = 0
         if self._ignored_upgrade:
             return  # the offer's head alone: the request is read again, body and all
         handler = self._handler
