@@ -211,6 +211,25 @@ def test_a_new_venue_and_campaign_fill_ad_requests_without_a_restart(
         ("patch", "/api/v1/venues/venue-1/screens/nope", {"name": "x"}, 404, "screen_not_found", "screen_id"),
         ("patch", "/api/v1/venues/nowhere/screens/s1", {"name": "x"}, 404, "venue_not_found", "venue_id"),
         ("patch", "/api/v1/venues/venue-1/screens/nope", {"width": 0}, 400, "invalid_field", "width"),
+        # Ids that name a path: a "/" no URL could reach, and a blank no ad request may name.
+        (
+            "post",
+            "/api/v1/venues",
+            {"venue_id": "a/b", "name": "A", "timezone": "UTC"},
+            400,
+            "invalid_field",
+            "venue_id",
+        ),
+        (
+            "post",
+            "/api/v1/venues",
+            {"venue_id": "   ", "name": "A", "timezone": "UTC"},
+            400,
+            "invalid_field",
+            "venue_id",
+        ),
+        ("post", "/api/v1/venues/venue-1/screens", {"screen_id": "x/y"}, 400, "invalid_field", "screen_id"),
+        ("post", "/api/v1/venues/venue-1/screens", {"screen_id": " "}, 400, "invalid_field", "screen_id"),
     ],
 )
 def test_bad_management_input_gets_the_error_envelope_with_code_and_field(
@@ -1083,3 +1102,40 @@ def test_whole_numbers_still_pass_where_the_schema_says_number(live: LiveServer,
 
 def test_a_body_that_is_not_an_object_is_an_invalid_body(live: LiveServer, http: httpx.Client) -> None:
     assert error_of(post(http, live, "/api/v1/advertisers", ["Acme"])) == (400, "invalid_body", None)
+
+
+BODY_ENDPOINTS = [
+    ("post", "/api/v1/advertisers"),
+    ("post", "/api/v1/venues"),
+    ("post", "/api/v1/campaigns"),
+    ("patch", "/api/v1/campaigns/1"),
+    ("patch", "/api/v1/venues/venue-1"),
+    ("post", "/api/v1/venues/venue-1/screens"),
+]
+
+
+@pytest.mark.parametrize(("method", "path"), BODY_ENDPOINTS)
+@pytest.mark.parametrize(
+    "body",
+    [b'{"name": "caf\xe9"}', b"\xff\xfe{}", b'{"name": "x"', b"not json"],
+    ids=["latin-1", "bom-garbage", "cut-short", "not-json"],
+)
+def test_a_management_body_that_is_not_utf_8_json_is_400_invalid_json(
+    live: LiveServer, http: httpx.Client, method: str, path: str, body: bytes
+) -> None:
+    headers = {**admin(live), "Content-Type": "application/json"}
+    response = http.request(method.upper(), f"{live.url}{path}", headers=headers, content=body)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == "invalid_json"
+    assert response.json()["error"]["field"] == "body"
+
+
+@pytest.mark.parametrize(("method", "path"), BODY_ENDPOINTS)
+@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])
+def test_a_management_body_not_sent_as_json_is_415(
+    live: LiveServer, http: httpx.Client, method: str, path: str, content_type: str | None
+) -> None:
+    headers = admin(live) if content_type is None else {**admin(live), "Content-Type": content_type}
+    response = http.request(method.upper(), f"{live.url}{path}", headers=headers, content=b'{"name": "x"}')
+    assert response.status_code == 415, response.text
+    assert response.json()["error"]["code"] == "unsupported_media_type"

@@ -7,6 +7,8 @@ import csv
 import io
 import json
 
+import pytest
+
 from adslot.reporting.aggregate import fold
 from adslot.reporting.formats import (
     delivery_csv,
@@ -118,3 +120,30 @@ def test_csv_text_a_spreadsheet_would_run_as_a_formula_starts_with_an_apostrophe
 def test_playlog_csv_rows_neutralise_formulas_too() -> None:
     row = PlayRow("u-1", "=1+1", "-x", 100, 1, 10, 1.5, 101, None, None, None, None, None, 0, 0)
     assert playlog_csv_rows([row]).decode() == "u-1,'=1+1,'-x,100,1,10,1.5,101,,,,,,0,0\r\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        " =1+1",
+        "\u00a0=cmd|' /C calc'!A0",
+        "|cmd",
+        "\uff1dSUM(A1)",
+        "\uff20SUM(A1)",
+        'lobby;=HYPERLINK("http://x")',
+        "lobby, +1",
+        "  -2",
+    ],
+)
+def test_formulas_behind_blanks_pipes_fullwidth_signs_or_a_locale_s_separator_are_neutralised(
+    text: str,
+) -> None:
+    row = PlayRow("u-1", text, None, 100, 1, 10, 1.5, 101, None, None, None, None, None, 0, 0)
+    cell = next(csv.reader(io.StringIO(playlog_csv_rows([row]).decode())))[1]
+    assert cell == "'" + text
+
+
+@pytest.mark.parametrize("text", ["lobby", "lobby=east", "s-1", "Hall A; level 2", "a, b"])
+def test_plain_text_with_signs_inside_is_written_as_it_is(text: str) -> None:
+    row = PlayRow("u-1", text, None, 100, 1, 10, 1.5, 101, None, None, None, None, None, 0, 0)
+    assert next(csv.reader(io.StringIO(playlog_csv_rows([row]).decode())))[1] == text

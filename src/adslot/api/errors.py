@@ -14,7 +14,7 @@ from adslot.errors import ApiError
 
 _FIELD = re.compile(r"`\$\.([A-Za-z0-9_]+)")
 _CODES = {
-    400: "bad_request",
+    400: "invalid_request",
     401: "unauthorized",
     403: "forbidden",
     404: "not_found",

@@ -13,12 +13,12 @@ from msgspec import UNSET, UnsetType
 
 from adslot.fields import (
     CountryCode,
-    Id,
     Label,
     Latitude,
     Longitude,
     MimeType,
     Name,
+    PathId,
     Timezone,
 )
 
@@ -38,7 +38,7 @@ City = Name
 
 
 class VenueIn(msgspec.Struct, forbid_unknown_fields=True):
-    venue_id: Id
+    venue_id: PathId
     name: Name
     timezone: Timezone = "UTC"
     latitude: Latitude | None = None
@@ -69,7 +69,7 @@ class VenuePatch(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class ScreenIn(msgspec.Struct, forbid_unknown_fields=True):
-    screen_id: Id
+    screen_id: PathId
     name: Name | None = None
     width: Pixels | None = None
     height: Pixels | None = None

@@ -1,15 +1,18 @@
 """Reports as JSON envelopes or CSV (RFC 4180: a header row, CRLF line ends, quoted where needed).
 
 A CSV cell is empty for null; numbers are written as JSON writes them, so both formats carry the same figures.
-Text that a spreadsheet would run as a formula (it starts with =, +, -, @, a tab or a carriage return) is
-written with a leading apostrophe, as OWASP advises: ids come from whoever named the venue or screen, and a
-media owner opens these files in a spreadsheet. JSON carries the text as stored.
+Text that a spreadsheet would run as a formula is written with a leading apostrophe, as OWASP advises: ids
+come from whoever named the venue or screen, and a media owner opens these files in a spreadsheet. That is
+text that starts with a tab or a carriage return, or whose first character after any blanks is =, +, -, @ or
+| (or their fullwidth forms, which some spreadsheets read alike), at its start or after a ; or , (where a
+spreadsheet in another locale splits the cell there). JSON carries the text as stored.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -25,13 +28,13 @@ from adslot.reporting.schemas import (
     PlayRow,
 )
 
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+FORMULA = re.compile(r"^[\t\r]|(?:^|[;,])[\s\u00a0\u3000]*[=+\-@|\uff1d\uff0b\uff0d\uff20\uff5c]")
 
 
 def _cell(value: Any) -> Any:
     if value is None:
         return ""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+    if isinstance(value, str) and FORMULA.search(value):
         return "'" + value
     return value
 
