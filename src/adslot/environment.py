@@ -26,6 +26,7 @@ from adslot.ledger.sweeper import ExpirySweeper
 from adslot.sandbox.seed import seed_sandbox, testing_key
 from adslot.settings import EnvironmentSettings, Settings
 from adslot.storage.database import is_sqlite, make_engine, read_transaction, write_transaction
+from adslot.storage.failures import OutageLog
 from adslot.storage.migrate import upgrade
 
 T = TypeVar("T")
@@ -96,6 +97,7 @@ class Environment:
         self.catalog: Catalog | None = None
         self.testing_key: str | None = None
         self._poller: asyncio.Task[None] | None = None
+        self._outages = OutageLog(log)
 
     async def start(self) -> None:
         self.testing_key = await anyio.to_thread.run_sync(prepare_database, self.config)
@@ -143,8 +145,8 @@ class Environment:
             try:
                 if self.catalog is None or await anyio.to_thread.run_sync(version) != self.catalog.version:
                     await self.refresh_catalog()
-            except Exception:  # a database hiccup must not kill the poller
-                log.exception("catalog refresh failed in %s", self.name)
+            except Exception as exc:  # a database hiccup must not kill the poller
+                self._outages.failed(f"the catalog refresh of {self.name}", exc)
 
     def sandbox_key(self) -> str | None:
         with self.engine.connect() as conn:

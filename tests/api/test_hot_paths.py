@@ -16,9 +16,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from adslot.api import reply
 from adslot.api.hot_paths import read_query
 from adslot.api.http import build_litestar
 from adslot.environment import Environment
+from adslot.storage.failures import OutageLog
 from tests.conftest import LiveServer, free_port, make_settings
 
 
@@ -47,10 +49,12 @@ def test_the_fast_query_reader_reads_what_parse_qsl_reads(pairs: list[tuple[str,
 
 
 @pytest.fixture
-def api_log() -> Iterator[list[str]]:
+def api_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The messages of the API's logger, read straight from it: the framework's logging configuration
-    sends its records through a queue that pytest's capture does not see."""
+    sends its records through a queue that pytest's capture does not see. Its outage log starts afresh, so
+    an outage an earlier test logged does not silence this one's."""
     messages: list[str] = []
+    monkeypatch.setattr(reply, "outages", OutageLog(logging.getLogger("adslot.api")))
 
     class Keep(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:

@@ -5,16 +5,18 @@ Every exception here is the real one, raised by SQLite or PostgreSQL themselves.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from pathlib import Path
 
 import asyncpg
+import psycopg
 import pytest
 import sqlalchemy as sa
 
 from adslot.ledger.wire import WireError, decode_verdicts
 from adslot.ledger.writer_rules import failure
-from adslot.storage.failures import LedgerUnavailable, connection_lost, unavailable
+from adslot.storage.failures import LedgerUnavailable, OutageLog, connection_lost, unavailable
 from tests.conftest import require_postgres
 
 
@@ -155,3 +157,51 @@ def test_only_a_connection_that_went_away_is_lost_not_a_database_that_refused_or
     locked = sqlite_error(tmp_path, "INSERT INTO t VALUES (1)", lock_first=True)
     assert unavailable(locked) and not connection_lost(locked)
     assert not connection_lost(asyncpg.UniqueViolationError()) and not connection_lost(ValueError())
+
+
+def test_psycopg_s_lost_or_refused_connections_are_an_outage_and_its_statement_errors_are_not() -> None:
+    refused = psycopg.OperationalError("connection failed: Connection refused")
+    assert unavailable(refused)
+    assert unavailable(sa.exc.OperationalError("SELECT 1", {}, refused))
+    assert unavailable(psycopg.errors.AdminShutdown("terminating connection due to administrator command"))
+    assert unavailable(psycopg.errors.DiskFull("could not extend file"))
+    assert not unavailable(psycopg.errors.UndefinedTable("relation does not exist"))
+    assert not unavailable(psycopg.errors.UniqueViolation("duplicate key"))
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_an_outage_is_one_log_line_and_the_next_outage_says_how_many_answers_the_last_one_cost(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = _Clock()
+    outages = OutageLog(logging.getLogger("test.outage"), quiet_seconds=30, clock=clock)
+    full = sqlite3.OperationalError("database or disk is full")
+    full.sqlite_errorname = "SQLITE_FULL"  # type: ignore[attr-defined]
+    with caplog.at_level(logging.WARNING, logger="test.outage"):
+        for _ in range(100):  # a request every 0.1 s for 10 s: one outage
+            outages.failed("POST /api/v1/ad/request", full)
+            clock.now += 0.1
+        assert len(caplog.records) == 1
+        assert "storage unavailable: OperationalError: database or disk is full" in caplog.text
+        assert caplog.records[0].exc_info is None, "a line, not a traceback"
+        clock.now += 60  # recovered; a new outage later
+        outages.failed("GET /api/v1/ad/callback/", full)
+    assert len(caplog.records) == 2
+    assert "(99 more during the last outage)" in caplog.records[1].getMessage()
+
+
+def test_a_failure_that_is_not_an_outage_is_a_bug_logged_with_its_traceback_every_time(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    outages = OutageLog(logging.getLogger("test.bug"), clock=_Clock())
+    with caplog.at_level(logging.ERROR, logger="test.bug"):
+        for _ in range(3):
+            outages.failed("the catalog refresh", KeyError("campaign"))
+    assert len(caplog.records) == 3 and all(record.exc_info for record in caplog.records)

@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 import msgspec
 
 from adslot.errors import INTERNAL_ERROR, STORAGE_UNAVAILABLE, ApiError
-from adslot.storage.failures import UNAVAILABLE_RETRY_AFTER_SECONDS, unavailable
+from adslot.storage.failures import UNAVAILABLE_RETRY_AFTER_SECONDS, OutageLog, unavailable
 
 log = logging.getLogger("adslot.api")
+outages = OutageLog(log)
+"""The answers of this worker that the storage could not serve: one log line per outage."""
 
 JSON = "application/json"
 XML = "application/xml; charset=utf-8"
@@ -33,7 +35,7 @@ def failure_reply(exc: Exception, method: str, path: str, *headers: tuple[str, s
     """An exception no handler answered: 503 with Retry-After when the storage cannot serve now, else the
     500 of a bug, with its traceback in the log."""
     if unavailable(exc):
-        log.warning("%s %s: storage unavailable: %s: %s", method, path, type(exc).__name__, exc)
+        outages.failed(f"{method} {path}", exc)
         retry = ("retry-after", str(UNAVAILABLE_RETRY_AFTER_SECONDS))
         return error_reply(STORAGE_UNAVAILABLE, *headers, retry)
     log.error("unhandled error on %s %s", method, path, exc_info=exc)

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
-from adslot.storage.failures import LedgerUnavailable, OutcomeUnknown
+from adslot.storage.failures import LedgerUnavailable, OutcomeUnknown, unavailable
 
 Op = TypeVar("Op")
 Result = TypeVar("Result")
@@ -114,8 +114,9 @@ class GroupCommitter(Generic[Op, Result]):
                     future.set_exception(exc)
             return
         except Exception as exc:
-            if len(batch) > 1:
-                # One bad operation must not fail its neighbours: write them one by one.
+            if len(batch) > 1 and not unavailable(exc):
+                # One bad operation must not fail its neighbours: write them one by one. (A storage that
+                # cannot serve fails them all alike: each gets the outage, logged once by who answers it.)
                 log.warning(
                     "a ledger batch of %d failed (%s: %s); writing it op by op",
                     len(batch),
@@ -126,9 +127,9 @@ class GroupCommitter(Generic[Op, Result]):
                     await self._write([item])
                 return
             # Not logged here: whoever awaits it logs it with its answer (failure_reply, the sweeper), once.
-            _, future = batch[0]
-            if not future.done():
-                future.set_exception(exc)
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
             return
         if len(results) != len(batch):
             # A store bug, not the requests' fault: fail them rather than guess, and keep the writer alive.

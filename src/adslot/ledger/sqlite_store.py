@@ -340,7 +340,8 @@ class SqliteLedgerStore:
                 conn.execute("COMMIT")
             except BaseException:
                 memory.forget()
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # SQLite rolls back by itself a COMMIT that fails (disk full, I/O)
+                    conn.execute("ROLLBACK")
                 raise
         checkpoints.wrote()
         memory.commit(

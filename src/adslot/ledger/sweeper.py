@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 
 from adslot.ledger.budget import DeliveryCache
 from adslot.ledger.records import COUNTER_RETENTION_SECONDS, Settle, Verdict
+from adslot.storage.failures import OutageLog
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,7 @@ class ExpirySweeper:
         self._now = now
         self._name = name
         self._task: asyncio.Task[None] | None = None
+        self._outages = OutageLog(log)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=self._name)
@@ -82,5 +84,5 @@ class ExpirySweeper:
             await asyncio.sleep(self._interval)
             try:
                 await sweep_once(self._submit, self._now, self._cache, self._retention)
-            except Exception:  # a database hiccup must not end the sweeps
-                log.exception("expiry sweep failed in %s", self._name)
+            except Exception as exc:  # a database hiccup must not end the sweeps
+                self._outages.failed(f"the expiry sweep of {self._name}", exc)

@@ -20,9 +20,10 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from adslot.ledger.records import Operation, Receipt
 from adslot.ledger.wire import Stamp, decode_batch, encode_error
-from adslot.storage.failures import OutcomeUnknown, unavailable
+from adslot.storage.failures import OutageLog, OutcomeUnknown, unavailable
 
 log = logging.getLogger("adslot.ledger.writer_process")
+outages = OutageLog(log)
 C = TypeVar("C")
 
 
@@ -165,7 +166,7 @@ def _failed(stamp: Stamp, exc: Exception) -> Generator[Ask, Any, bytes]:
             stored = None  # the database that failed the frame cannot be asked either: its failure stands
         if stored is not None:
             return bytes(stored)
-    log.error("ledger batch failed", exc_info=exc)
+    outages.failed("a ledger batch", exc)
     return failure(exc)
 
 

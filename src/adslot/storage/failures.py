@@ -8,9 +8,13 @@ and its reservation returns). A 500 stays the answer to a bug, with its tracebac
 
 from __future__ import annotations
 
+import logging
 import sqlite3
+import time
+from collections.abc import Callable
 
 import asyncpg
+import psycopg
 
 UNAVAILABLE_RETRY_AFTER_SECONDS = 1
 
@@ -62,7 +66,48 @@ def _passing(exc: BaseException) -> bool:
         return primary in _SQLITE
     if isinstance(exc, asyncpg.PostgresError):
         return str(getattr(exc, "sqlstate", ""))[:2] in _POSTGRES_CLASSES
+    if isinstance(exc, psycopg.Error):  # the management API's, the CLI's, the reports' driver
+        sqlstate = exc.sqlstate or ""
+        return (isinstance(exc, psycopg.OperationalError) and not sqlstate) or sqlstate[
+            :2
+        ] in _POSTGRES_CLASSES
     return connection_lost(exc)
+
+
+class OutageLog:
+    """One warning line per outage, not a traceback per request: the first failure that says the storage
+    cannot serve is logged with its cause; those that follow within `quiet_seconds` of the last are only
+    counted, and the first after a quiet spell (a new outage) is logged again with that count. A failure that
+    is not an outage is a bug: logged with its traceback every time."""
+
+    def __init__(
+        self, logger: logging.Logger, quiet_seconds: float = 30.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._log = logger
+        self._quiet = quiet_seconds
+        self._clock = clock
+        self._last: float | None = None
+        self._since = 0
+
+    def failed(self, what: str, exc: BaseException) -> None:
+        if not unavailable(exc):
+            self._log.error("%s failed", what, exc_info=exc)
+            return
+        now = self._clock()
+        if self._last is not None and now - self._last <= self._quiet:
+            self._last = now
+            self._since += 1
+            return
+        before = f" ({self._since} more during the last outage)" if self._since else ""
+        self._log.warning(
+            "%s: storage unavailable: %s: %s; answering 503 until it recovers%s",
+            what,
+            type(exc).__name__,
+            exc,
+            before,
+        )
+        self._last = now
+        self._since = 0
 
 
 _SERVER_GONE = frozenset({"57P01", "57P02", "57P03"})
