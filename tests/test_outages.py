@@ -7,7 +7,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import PROD_VENUE, LiveServer, play_time, start_server
+from tests.conftest import PROD_VENUE, LiveServer, free_port, play_time, start_server
 
 
 @contextlib.contextmanager
@@ -132,3 +134,138 @@ def test_a_full_disk_is_answered_503_everywhere_then_served_again_with_nothing_a
         finally:
             live.stop()
     assert "Traceback" not in caplog.text
+
+
+PG_BIN = Path("/usr/lib/postgresql")
+
+
+@contextlib.contextmanager
+def private_postgres() -> Iterator[tuple[str, Callable[[], None], Callable[[], None]]]:
+    """A PostgreSQL server of this test's own, on a free port: (its URL, stop, start). Its folder is outside
+    pytest's (which only root may enter), so that the postgres user can own it."""
+    binaries = sorted(PG_BIN.glob("*/bin/pg_ctl"))
+    if not binaries:
+        pytest.skip("needs PostgreSQL's server binaries (Debian: postgresql) to start a private instance")
+    bin_dir = binaries[-1].parent
+    path = Path(tempfile.mkdtemp(prefix="adslot-pg-"))
+    data = path / "pgdata"
+    data.mkdir()
+    as_postgres: list[str] = []
+    if os.geteuid() == 0:  # initdb refuses root: run the server as Debian's postgres user
+        subprocess.run(["chown", "-R", "postgres", str(path)], check=True)
+        as_postgres = ["runuser", "-u", "postgres", "--"]
+    port = free_port()
+    subprocess.run(
+        [
+            *as_postgres,
+            str(bin_dir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    options = f"-p {port} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off"
+
+    def start() -> None:
+        subprocess.run(
+            [
+                *as_postgres,
+                str(bin_dir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-o",
+                options,
+                "-w",
+                "-l",
+                str(data / "log"),
+                "start",
+            ],
+            check=True,
+            capture_output=True,
+        )
+
+    def stop() -> None:
+        subprocess.run(
+            [*as_postgres, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
+            check=False,
+            capture_output=True,
+        )
+
+    start()
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres", stop, start
+    finally:
+        stop()
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_postgresql_unreachable_is_answered_503_everywhere_then_served_again(tmp_path: Path) -> None:
+    with private_postgres() as (url, stop, start):
+        live, _ = start_server(tmp_path / "data", "sqlite", ADSLOT_DATABASE_URL=url)
+        try:
+            assert live.keys
+            admin = {"Ssp-Key": live.keys.production_admin}
+            key = {"Ssp-Key": live.keys.production}
+            with httpx.Client(timeout=30) as client:
+                uuid = ad_request(client, live).json()["data"]["ad_request_uuid"]
+                assert client.get(f"{live.url}/api/v1/ad/callback/?ad_request_uuid={uuid}").status_code == 200
+                stop()
+                window = {"from": str(play_time(-7200)), "to": str(play_time(7200))}
+                answers = {
+                    "ad request": lambda: ad_request(client, live),
+                    "impression": lambda: client.get(
+                        f"{live.url}/api/v1/ad/callback/?ad_request_uuid={uuid}"
+                    ),
+                    "inline VAST": lambda: client.get(f"{live.url}/api/v1/ad/vast/{uuid}"),
+                    "record": lambda: client.get(f"{live.url}/api/v1/ad/request/{uuid}", headers=key),
+                    "list venues": lambda: client.get(f"{live.url}/api/v1/venues", headers=admin),
+                    "add venue": lambda: client.post(
+                        f"{live.url}/api/v1/venues",
+                        headers=admin,
+                        json={"venue_id": "pg-down", "name": "PG down", "timezone": "UTC"},
+                    ),
+                    "import venues": lambda: client.post(
+                        f"{live.url}/api/v1/venues/import",
+                        headers={**admin, "Content-Type": "text/csv"},
+                        content=b"venue_id,name,timezone\r\npg-import,PG import,UTC\r\n",
+                    ),
+                    "delivery report": lambda: client.get(
+                        f"{live.url}/api/v1/reports/delivery", headers=admin, params=window
+                    ),
+                    "play log": lambda: client.get(
+                        f"{live.url}/api/v1/reports/playlog",
+                        headers=admin,
+                        params={**window, "venue_id": PROD_VENUE},
+                    ),
+                }
+                for name, send in answers.items():
+                    started = time.monotonic()
+                    response = send()
+                    assert response.status_code == 503, (name, response.status_code, response.text)
+                    if name != "inline VAST":  # players parse XML: its errors are empty VAST documents
+                        assert_unavailable(response)
+                    assert time.monotonic() - started < 10, f"{name} took too long to refuse"
+                start()
+                deadline = time.monotonic() + 60
+                while (response := ad_request(client, live)).status_code != 200:
+                    assert response.status_code == 503, response.text
+                    assert time.monotonic() < deadline, "adslot did not recover"
+                    time.sleep(0.5)
+                for name in ("record", "list venues", "delivery report"):
+                    deadline = time.monotonic() + 30
+                    while (response := answers[name]()).status_code == 503:
+                        assert time.monotonic() < deadline, f"{name} did not recover"
+                        time.sleep(0.5)
+                    assert response.status_code == 200, (name, response.text)
+                again = answers["impression"]()
+                assert again.json()["data"]["result"] == "duplicate", (
+                    "the impression acknowledged before is kept"
+                )
+        finally:
+            live.stop()
