@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from adslot.api.proof_of_play import record_view
 from adslot.ledger.records import COLUMNS, FIRE_BITS, AdRequest
 from adslot.settings import Settings
-from adslot.storage.database import as_dict, is_sqlite, make_engine
+from adslot.storage.database import as_dict, make_engine
 from adslot.storage.tables import ad_requests
 from tests.served import Acked, Server, load_until, records_via_api
 
@@ -118,12 +118,11 @@ def kill_five_times_under_two_workers(
     check_consistent(records_in_database(settings), acked)
 
 
+@pytest.mark.parametrize("served", ["sqlite"], indirect=True)  # PostgreSQL's workers write themselves
 def test_sigkills_of_the_shared_writer_under_two_workers_lose_and_double_count_nothing(
     served: tuple[Server, str, Settings],
 ) -> None:
-    server, _, settings = served
-    if not is_sqlite(settings.environment("production").database_url):
-        pytest.skip("PostgreSQL has no ledger writer process to kill: its workers write themselves")
+    server = served[0]
 
     def the_writer(_: random.Random) -> int:
         (pid,) = [pid for pid, command in server.ledger_writers() if command.endswith("production.sock")]
