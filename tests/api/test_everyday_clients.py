@@ -46,6 +46,18 @@ def _chunked(body: bytes, size: int = 7) -> bytes:
     return b"".join(parts) + b"0\r\n\r\n"
 
 
+def _post_json(path: str, key: str, body: bytes, *headers: str, chunked: bool = False) -> bytes:
+    """A JSON POST as raw bytes, with `headers` (an upgrade offer, say), by Content-Length or chunked."""
+    if chunked:
+        return _head(
+            "POST", path, key, "Content-Type: application/json", *headers, "Transfer-Encoding: chunked"
+        ) + _chunked(body)
+    return (
+        _head("POST", path, key, "Content-Type: application/json", *headers, f"Content-Length: {len(body)}")
+        + body
+    )
+
+
 @contextmanager
 def _connection(live: LiveServer) -> Iterator[tuple[socket.socket, Any]]:
     with socket.create_connection(("127.0.0.1", live.settings.port), timeout=10) as sock:
@@ -77,27 +89,7 @@ def test_an_ad_request_with_java_s_h2c_offer_is_served_as_http_1_1_body_and_all(
 ) -> None:
     body = _ad_request_body()
     key = f"Ssp-Key: {live.keys.production}"  # type: ignore[union-attr]
-    if framing == "chunked":
-        request = _head(
-            "POST",
-            AD_REQUEST,
-            key,
-            "Content-Type: application/json",
-            *JAVA_UPGRADE,
-            "Transfer-Encoding: chunked",
-        ) + _chunked(body)
-    else:
-        request = (
-            _head(
-                "POST",
-                AD_REQUEST,
-                key,
-                "Content-Type: application/json",
-                *JAVA_UPGRADE,
-                f"Content-Length: {len(body)}",
-            )
-            + body
-        )
+    request = _post_json(AD_REQUEST, key, body, *JAVA_UPGRADE, chunked=framing == "chunked")
     with _connection(live) as (sock, stream):
         _send_in_pieces(sock, request, pieces)
         status, headers, answer = _read_answer(stream)
@@ -118,17 +110,7 @@ def test_requests_pipelined_after_an_ignored_offer_are_answered_in_order(
     uuid = issue(http, live)["ad_request_uuid"]
     body = _ad_request_body()
     key = f"Ssp-Key: {live.keys.production}"  # type: ignore[union-attr]
-    offer = (
-        _head(
-            "POST",
-            AD_REQUEST,
-            key,
-            "Content-Type: application/json",
-            *JAVA_UPGRADE,
-            f"Content-Length: {len(body)}",
-        )
-        + body
-    )
+    offer = _post_json(AD_REQUEST, key, body, *JAVA_UPGRADE)
     pixel = _head("GET", f"/api/v1/ad/tracking/video/?ad_request_uuid={uuid}&event=start")
     with _connection(live) as (sock, stream):
         sock.sendall(offer + pixel + offer)
@@ -147,17 +129,7 @@ def test_a_management_post_with_an_h2c_offer_gets_its_body(live: LiveServer) -> 
     """The framework's lane (everything but the hot paths) reads the body whole too."""
     body = json.dumps({"name": "Upgraded Advertiser"}).encode()
     key = f"Ssp-Key: {live.keys.production_admin}"  # type: ignore[union-attr]
-    request = (
-        _head(
-            "POST",
-            "/api/v1/advertisers",
-            key,
-            "Content-Type: application/json",
-            *JAVA_UPGRADE,
-            f"Content-Length: {len(body)}",
-        )
-        + body
-    )
+    request = _post_json("/api/v1/advertisers", key, body, *JAVA_UPGRADE)
     with _connection(live) as (sock, stream):
         _send_in_pieces(sock, request, 3)
         status, _, answer = _read_answer(stream)
@@ -169,17 +141,8 @@ def test_a_malformed_body_after_an_ignored_offer_is_a_400_that_closes_the_connec
     live: LiveServer,
 ) -> None:
     key = f"Ssp-Key: {live.keys.production}"  # type: ignore[union-attr]
-    request = (
-        _head(
-            "POST",
-            AD_REQUEST,
-            key,
-            "Content-Type: application/json",
-            *JAVA_UPGRADE,
-            "Transfer-Encoding: chunked",
-        )
-        + b"zz\r\nnot a chunk\r\n"
-    )
+    request = _post_json(AD_REQUEST, key, b"", *JAVA_UPGRADE, chunked=True)
+    request = request.removesuffix(_chunked(b"")) + b"zz\r\nnot a chunk\r\n"
     with _connection(live) as (sock, stream):
         sock.sendall(request)
         status, headers, _ = _read_answer(stream)
@@ -203,9 +166,9 @@ def test_curl_with_http2_on_cleartext_gets_its_ad_and_fires_its_pixel(
             "POST",
             f"{live.url}{AD_REQUEST}",
             "-H",
-            f"Ssp-Key: {live.keys.production}",
+            f"Ssp-Key: {live.keys.production}",  # type: ignore[union-attr]
             "-H",
-            "Content-Type: application/json",  # type: ignore[union-attr]
+            "Content-Type: application/json",
             "-d",
             body,
             "-w",
@@ -244,8 +207,7 @@ def test_an_ad_request_from_a_client_that_half_closes_is_answered_then_the_conne
 ) -> None:
     body = _ad_request_body()
     key = f"Ssp-Key: {live.keys.production}"  # type: ignore[union-attr]
-    request = _head("POST", AD_REQUEST, key, "Content-Type: application/json", f"Content-Length: {len(body)}")
-    status, _, answer, after = _half_closed(live, request + body)
+    status, _, answer, after = _half_closed(live, _post_json(AD_REQUEST, key, body))
     assert status == 200 and after == b""
     uuid = json.loads(answer)["data"]["ad_request_uuid"]
     assert _record(http, live, uuid)["state"] == "issued"

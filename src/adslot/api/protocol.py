@@ -245,7 +245,6 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         """Between a request's headers and its end: its bytes are the body's, not a head's."""
         self._head_bytes = 0
         """Bytes of the head being read that came in earlier packets than the one being parsed."""
-        self._header_count = 0
         self._in_head = False
         self._messages_begun = 0
         self._head_timer: asyncio.TimerHandle | None = None
@@ -324,10 +323,25 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         allowed = self._limits.head_bytes - self._head_bytes
         return data.find(b"\r\n\r\n", 0, max(0, allowed) + 4) != -1
 
+    def _has_host(self) -> bool:
+        """RFC 9112 3.2: an HTTP/1.1 request must carry Host (nearly every client sends it first)."""
+        headers = self.headers
+        if headers and headers[0][0] == b"host":
+            return True
+        return self.parser.get_http_version() != "1.1" or any(name == b"host" for name, _ in headers)
+
+    def _head_refusal(self) -> Reply:
+        limits = self._limits
+        if len(self.url) > limits.url_bytes:
+            return _refusal(
+                414, "uri_too_long", f"the request target may be at most {limits.url_bytes} bytes"
+            )
+        if len(self.headers) > limits.headers:
+            return _refusal(431, "too_many_headers", f"a request may carry at most {limits.headers} headers")
+        return _refusal(400, "missing_host", "an HTTP/1.1 request must carry a Host header", "Host")
+
     def _head_too_large(self, data: bytes) -> Reply:
-        if (
-            self._header_count == 0 and b"\r\n" not in data
-        ):  # still in the request line: the target is too long
+        if not (self._in_head and self.headers) and b"\r\n" not in data:  # in the request line: a long target
             return _refusal(
                 414, "uri_too_long", f"the request target may be at most {self._limits.url_bytes} bytes"
             )
@@ -357,28 +371,8 @@ class AdslotHttpProtocol(HttpToolsProtocol):
             return
         self._refuse(_refusal(408, "request_timeout", "the request's head took too long to arrive"))
 
-    def on_url(self, url: bytes) -> None:
-        super().on_url(url)
-        if len(self.url) > self._limits.url_bytes:
-            raise _Refused(
-                _refusal(
-                    414, "uri_too_long", f"the request target may be at most {self._limits.url_bytes} bytes"
-                )
-            )
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._header_count += 1
-        if self._header_count > self._limits.headers:
-            raise _Refused(
-                _refusal(
-                    431, "too_many_headers", f"a request may carry at most {self._limits.headers} headers"
-                )
-            )
-        super().on_header(name, value)
-
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self._header_count = 0
         self._in_head = True
         self._messages_begun += 1
 
@@ -419,12 +413,12 @@ class AdslotHttpProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._in_head = False
         self._reading_body = True
-        self._stop_head_timer()
-        if self.parser.get_http_version() == "1.1" and not any(name == b"host" for name, _ in self.headers):
-            # RFC 9112 3.2: a server must answer 400 to an HTTP/1.1 request without Host.
-            raise _Refused(
-                _refusal(400, "missing_host", "an HTTP/1.1 request must carry a Host header", "Host")
-            )
+        if self._head_timer is not None:
+            self._stop_head_timer()
+        limits = self._limits
+        # The head's bytes were bounded as they came; its parts are checked once it is whole.
+        if len(self.headers) > limits.headers or len(self.url) > limits.url_bytes or not self._has_host():
+            raise _Refused(self._head_refusal())
         if self.parser.should_upgrade() and not self._should_upgrade():
             self._ignored_upgrade = True  # read again without the offer once the parser stops at its end
             return
@@ -441,7 +435,7 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         super().on_headers_complete()
 
     def _hot_handler(self) -> Handler | None:
-        if self.expect_100_continue or self.parser.should_upgrade():
+        if self.expect_100_continue:
             return None
         method = self.parser.get_method()
         if method != b"GET" and method != b"HEAD" and method != b"POST":
@@ -481,7 +475,6 @@ class AdslotHttpProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         self._reading_body = False
-        self._header_count = 0
         if self._ignored_upgrade:
             return  # the offer's head alone: the request is read again, body and all
         handler = self._handler
