@@ -298,3 +298,13 @@ def test_an_identity_content_encoding_is_read_as_none(live: LiveServer) -> None:
         "Content-Encoding": "identity",
     }
     assert httpx.post(f"{live.url}{AD_REQUEST}", content=body, headers=headers).status_code == 200
+
+
+def test_a_client_that_half_closes_inside_a_request_is_closed_without_an_answer(live: LiveServer) -> None:
+    key = f"Ssp-Key: {live.keys.production}"  # type: ignore[union-attr]
+    body = _ad_request_body()
+    for cut_short in (_post_json(AD_REQUEST, key, body)[:-5], _head("GET", "/healthz")[:-4]):
+        with _connection(live) as (sock, stream):
+            sock.sendall(cut_short)
+            sock.shutdown(socket.SHUT_WR)
+            assert stream.read() == b"", "nothing to answer: the request never ended"

@@ -264,8 +264,6 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         HttpClient and `curl --http2` send on every cleartext request): RFC 9110 7.8 lets a server ignore
         it, so its head is read again without the offer and its body read as HTTP/1.1's. httptools would
         take the rest of the stream as the new protocol's and end the request before its body."""
-        self._half_closed = False
-        """The client shut its sending side down after a request: answer what it sent, then close."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -397,18 +395,19 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         self.data_received(b"".join(lines) + rest)
 
     def eof_received(self) -> bool | None:  # type: ignore[override]  # asyncio.Protocol allows a bool
-        """Keep the connection open for writing while a request that came before the end is answered: a
+        """Keep the connection open for writing while the requests that came before the end are answered: a
         client that half-closes after its request (a shell script, a simple player) still gets its answer,
-        then the connection closes (on_response_complete)."""
+        then the connection closes, as after the last answer of a `Connection: close` request. One that
+        ends inside a request is closed at once: that request can never be complete."""
+        if self._reading_body or self._in_head:
+            return None
+        if self.pipeline:  # the newest queued request answers last
+            self.pipeline[0][0].keep_alive = False
+            return True
         if self.cycle is not None and not self.cycle.response_complete:
-            self._half_closed = True
+            self.cycle.keep_alive = False
             return True
         return None
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if self._half_closed and not self.pipeline and not self.transport.is_closing():
-            self.transport.close()
 
     def on_headers_complete(self) -> None:
         self._in_head = False
