@@ -63,7 +63,9 @@ def test_more_leases_than_the_pool_holds_wait_for_one_rather_than_open_another()
     async def scenario(kept: KeptConnections) -> None:
         pids = await asyncio.gather(*(held_pid(kept) for _ in range(5)))
         assert len(set(pids)) == 2
-        assert kept.idle == 2
+        # Both are kept for the next lease: here, or in the pool where one given back while a lease still
+        # waited went (which of the two depends on when the waiter's task resumed).
+        assert kept.idle + kept.pool.get_idle_size() == 2
 
     run(scenario, max_size=2)
 

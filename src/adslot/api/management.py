@@ -58,6 +58,7 @@ WRITE_ERRORS = {
     404: error_spec("Not found."),
     409: error_spec("Already exists."),
     422: error_spec("Refers to something unknown or inconsistent."),
+    415: error_spec("The body must be `Content-Type: application/json` (UTF-8), with no Content-Encoding."),
 }
 READ_ERRORS = {**ERRORS, 404: error_spec("Not found.")}
 # The key is checked by admin_guard, before any parameter is read; the SspKey security scheme documents it.
