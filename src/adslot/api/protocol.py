@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import httptools
 from uvicorn.config import Config
@@ -56,12 +56,10 @@ from adslot.api.reply import NO_STORE, Reply, error_reply, failure_reply
 from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.routes import AD_REQUEST_PATHS
-from adslot.settings import Settings
+from adslot.settings import DEFAULTS, Settings
 
-UPGRADE_HEADERS = frozenset({b"upgrade", b"http2-settings"})
-"""Headers of an upgrade offer, dropped with it when it is ignored."""
-UPGRADE_TOKENS = frozenset({b"upgrade", b"http2-settings"})
-"""Connection options that name an ignored offer's headers."""
+UPGRADE_OFFER = frozenset({b"upgrade", b"http2-settings"})
+"""An upgrade offer's headers, which its Connection header names too: all dropped when it is ignored."""
 
 INTERNALS: dict[str, tuple[str, ...]] = {
     "HttpToolsProtocol": (
@@ -75,7 +73,6 @@ INTERNALS: dict[str, tuple[str, ...]] = {
         "_should_upgrade",
         "_unsupported_upgrade_warning",
         "handle_websocket_upgrade",
-        "send_400_response",
         "app",
         "access_log",
         "cycle",
@@ -175,27 +172,6 @@ def _adslot_app(app: Any) -> Any:
     return None
 
 
-class HeadLimits(NamedTuple):
-    """What a request's head may be (Settings: ADSLOT_MAX_HEAD_BYTES, _MAX_URL_BYTES, _MAX_HEADERS,
-    _HEAD_TIMEOUT_MS); the defaults for an app that is not adslot's."""
-
-    head_bytes: int = Settings.max_head_bytes
-    url_bytes: int = Settings.max_url_bytes
-    headers: int = Settings.max_headers
-    timeout_seconds: float = Settings.head_timeout_seconds
-
-    @classmethod
-    def of(cls, settings: Settings | None) -> HeadLimits:
-        if settings is None:
-            return cls()
-        return cls(
-            settings.max_head_bytes,
-            settings.max_url_bytes,
-            settings.max_headers,
-            settings.head_timeout_seconds,
-        )
-
-
 class _Refused(Exception):
     """Raised from a parser callback to stop reading a request that is answered with `reply` and closed."""
 
@@ -206,6 +182,10 @@ class _Refused(Exception):
 
 def _refusal(status: int, code: str, message: str, field: str | None = None) -> Reply:
     return error_reply(ApiError(status, code, message, field), NO_STORE)
+
+
+def _uri_too_long(limits: Settings) -> Reply:
+    return _refusal(414, "uri_too_long", f"the request target may be at most {limits.max_url_bytes} bytes")
 
 
 def encode_response(
@@ -240,7 +220,8 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         self._lanes: list[tuple[bytes, Environment]] = (
             [(mount.encode("ascii"), env) for mount, env in adslot.lanes()] if adslot and usable else []
         )
-        self._limits = HeadLimits.of(getattr(adslot, "settings", None))
+        self._limits: Settings = getattr(adslot, "settings", None) or DEFAULTS
+        """The head's limits and timeout (ADSLOT_MAX_HEAD_BYTES and the rest); defaults for another app."""
         self._reading_body = False
         """Between a request's headers and its end: its bytes are the body's, not a head's."""
         self._head_bytes = 0
@@ -268,7 +249,7 @@ class AdslotHttpProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         # A connection that never sends a request is closed, so that idle sockets cannot pile up.
-        self._head_timer = self.loop.call_later(self._limits.timeout_seconds, self._head_timed_out)
+        self._head_timer = self.loop.call_later(self._limits.head_timeout_seconds, self._head_timed_out)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_head_timer()
@@ -284,7 +265,7 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         reading_head = not self._reading_body
         if (
             reading_head
-            and self._head_bytes + len(data) > self._limits.head_bytes
+            and self._head_bytes + len(data) > self._limits.max_head_bytes
             and not self._head_ends(data)
         ):
             self._refuse(self._head_too_large(data))
@@ -314,11 +295,11 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         # in this packet from the next one on), and it may not take longer than the head timeout.
         self._head_bytes = 0 if self._messages_begun != begun else self._head_bytes + len(data)
         if self._head_timer is None:
-            self._head_timer = self.loop.call_later(self._limits.timeout_seconds, self._head_timed_out)
+            self._head_timer = self.loop.call_later(self._limits.head_timeout_seconds, self._head_timed_out)
 
     def _head_ends(self, data: bytes) -> bool:
         """Whether the head being read ends in `data` within the limit (a blank line there)."""
-        allowed = self._limits.head_bytes - self._head_bytes
+        allowed = self._limits.max_head_bytes - self._head_bytes
         return data.find(b"\r\n\r\n", 0, max(0, allowed) + 4) != -1
 
     def _has_host(self) -> bool:
@@ -330,21 +311,19 @@ class AdslotHttpProtocol(HttpToolsProtocol):
 
     def _head_refusal(self) -> Reply:
         limits = self._limits
-        if len(self.url) > limits.url_bytes:
+        if len(self.url) > limits.max_url_bytes:
+            return _uri_too_long(limits)
+        if len(self.headers) > limits.max_headers:
             return _refusal(
-                414, "uri_too_long", f"the request target may be at most {limits.url_bytes} bytes"
+                431, "too_many_headers", f"a request may carry at most {limits.max_headers} headers"
             )
-        if len(self.headers) > limits.headers:
-            return _refusal(431, "too_many_headers", f"a request may carry at most {limits.headers} headers")
         return _refusal(400, "missing_host", "an HTTP/1.1 request must carry a Host header", "Host")
 
     def _head_too_large(self, data: bytes) -> Reply:
         if not (self._in_head and self.headers) and b"\r\n" not in data:  # in the request line: a long target
-            return _refusal(
-                414, "uri_too_long", f"the request target may be at most {self._limits.url_bytes} bytes"
-            )
+            return _uri_too_long(self._limits)
         return _refusal(
-            431, "headers_too_large", f"the request's head may be at most {self._limits.head_bytes} bytes"
+            431, "headers_too_large", f"the request's head may be at most {self._limits.max_head_bytes} bytes"
         )
 
     def _refuse(self, reply: Reply) -> None:
@@ -381,11 +360,11 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         method, version = self.parser.get_method(), self.parser.get_http_version()
         lines = [b"%s %s HTTP/%s\r\n" % (method, self.url, version.encode("ascii"))]
         for name, value in self.headers:
-            if name in UPGRADE_HEADERS:
+            if name in UPGRADE_OFFER:
                 continue
             if name == b"connection":
                 tokens = [t.strip() for t in value.split(b",")]
-                value = b", ".join(t for t in tokens if t and t.lower() not in UPGRADE_TOKENS)
+                value = b", ".join(t for t in tokens if t and t.lower() not in UPGRADE_OFFER)
                 if not value:
                     continue
             lines.append(b"%s: %s\r\n" % (name, value))
@@ -416,7 +395,11 @@ class AdslotHttpProtocol(HttpToolsProtocol):
             self._stop_head_timer()
         limits = self._limits
         # The head's bytes were bounded as they came; its parts are checked once it is whole.
-        if len(self.headers) > limits.headers or len(self.url) > limits.url_bytes or not self._has_host():
+        if (
+            len(self.headers) > limits.max_headers
+            or len(self.url) > limits.max_url_bytes
+            or not self._has_host()
+        ):
             raise _Refused(self._head_refusal())
         if self.parser.should_upgrade() and not self._should_upgrade():
             self._ignored_upgrade = True  # read again without the offer once the parser stops at its end
