@@ -108,9 +108,8 @@ def _units_of(metric: str, impressions: float, plays: int, cpm_micros: int | Non
     return round(impressions * (cpm_micros or 0) / 1000)
 
 
-def measure(
-    conn: sa.Connection, catalog: Catalog, start: int, hours: int, requests: int, fills: int
-) -> SimulationReport:
+def delivery_by_hour(conn: sa.Connection) -> dict[int, dict[int, tuple[int, float]]]:
+    """Plays and impressions by campaign id and UTC hour of play_time, counted from the ad requests."""
     bucket = (ad_requests.c.play_time - ad_requests.c.play_time % 3600).label("hour")
     played = ad_requests.c.impression_at.is_not(None)
     rows = conn.execute(
@@ -124,6 +123,13 @@ def measure(
     by_hour: dict[int, dict[int, tuple[int, float]]] = defaultdict(dict)
     for campaign_id, hour, plays, impressions in rows:
         by_hour[int(campaign_id)][int(hour)] = (int(plays), float(impressions))
+    return by_hour
+
+
+def measure(
+    conn: sa.Connection, catalog: Catalog, start: int, hours: int, requests: int, fills: int
+) -> SimulationReport:
+    by_hour = delivery_by_hour(conn)
     counters = {
         str(r.key): (r.cap, int(r.reserved), int(r.delivered))
         for r in conn.execute(sa.select(delivery_counters))
