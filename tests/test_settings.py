@@ -48,7 +48,7 @@ def test_defaults_with_an_empty_environment() -> None:
     assert settings.max_id_length == 128
     assert settings.schema_strict_extension is False
     assert settings.fast_lane is True
-    assert settings.catalog_poll_seconds == 1.0
+    assert settings.catalog_poll_seconds == 0.25
     assert settings.batch_max == 512
     assert settings.ad_system_name == "adslot"
 
@@ -131,7 +131,7 @@ def test_without_an_explicit_mapping_the_process_environment_is_read(monkeypatch
         ("ADSLOT_MAX_ID_LENGTH", "64", "max_id_length", 64),
         ("ADSLOT_VAST_SCHEMA_STRICT_EXTENSION", "true", "schema_strict_extension", True),
         ("ADSLOT_FAST_LANE", "off", "fast_lane", False),
-        ("ADSLOT_CATALOG_POLL_MS", "250", "catalog_poll_seconds", 0.25),
+        ("ADSLOT_CATALOG_POLL_MS", "750", "catalog_poll_seconds", 0.75),
         ("ADSLOT_SETTLE_INTERVAL_MS", "750", "settle_interval_seconds", 0.75),
         ("ADSLOT_BATCH_MAX", "1", "batch_max", 1),
         ("ADSLOT_AD_SYSTEM_NAME", "Acme SSP", "ad_system_name", "Acme SSP"),

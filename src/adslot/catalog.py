@@ -2,7 +2,8 @@
 
 It is rebuilt off the hot path whenever the environment's catalog version changes; every write to keys,
 venues or campaigns bumps that version in the same transaction, so all worker processes converge within one
-poll interval without a query per request.
+poll interval without a query per request. The version only grows. The keys are swapped in ahead of the rest
+(Environment._poll_catalog), and a key the snapshot lacks is looked up before it is refused (auth/lookup.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ VERSION_KEY = "catalog_version"
 class Catalog:
     version: int
     keys: dict[str, KeyRecord]
+    """The active keys by SHA-256 hash; the worker adds those it looks up (auth/lookup.py)."""
     venues: dict[str, VenueProfile]
     """Every registered venue by id (`venue_id in catalog.venues` asks whether it is registered)."""
     screens: dict[tuple[str, str], ScreenProfile]

@@ -94,7 +94,10 @@ class Settings:
     max_id_length: int = 128
     schema_strict_extension: bool = False
     fast_lane: bool = True
-    catalog_poll_seconds: float = 1.0
+    catalog_poll_seconds: float = 0.25
+    """How often each worker checks the catalog version. When it moved, the active keys are swapped in at once
+    (one small query) and the rest is reloaded after, so a revoked key is refused within about this long;
+    a check is one indexed read."""
     batch_max: int = 512
     batches_in_flight: int = 2
     """Write batches a worker may have sent before the first is committed: while the writer commits one,

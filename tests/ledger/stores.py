@@ -26,7 +26,7 @@ from adslot.ledger.resolve import TIME_INDEX, Times
 from adslot.ledger.store import LedgerStore
 from adslot.settings import EnvironmentSettings
 from adslot.storage.database import sqlite_path
-from adslot.storage.tables import ad_requests, delivery_counters, ledger_answers, request_stats
+from adslot.storage.tables import ad_requests, delivery_counters, key_stats, ledger_answers, request_stats
 
 T = TypeVar("T")
 PLAY = 1_800_000_000
@@ -57,6 +57,12 @@ class LedgerDatabase:
             rows = conn.execute(sa.select(request_stats)).all()
         return {(r.venue_id, r.screen_id, r.hour): (r.requests, r.fills) for r in rows}
 
+    def key_stats(self) -> dict[tuple[int, int], tuple[int, int]]:
+        """(requests, fills) by (key id, hour)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(key_stats)).all()
+        return {(r.key_id, r.hour): (r.requests, r.fills) for r in rows}
+
     @contextlib.contextmanager
     def write_lock(self) -> Iterator[None]:
         """Hold what a ledger batch must take to commit, so that no writer can answer until it is let go."""
@@ -75,7 +81,7 @@ class LedgerDatabase:
 
     def clear(self) -> None:
         with self.engine.begin() as conn:
-            for table in (ad_requests, delivery_counters, request_stats, ledger_answers):
+            for table in (ad_requests, delivery_counters, request_stats, key_stats, ledger_answers):
                 conn.execute(sa.delete(table))
 
     def run(self, scenario: Callable[[LedgerStore], Awaitable[T]]) -> T:
@@ -109,6 +115,7 @@ def record(
     campaign_id: int = 1,
     claims: Claims | None = None,
     impressions: float = 1.0,
+    key_id: int | None = None,
 ) -> AdRequest:
     return AdRequest(
         id=uuid7(),
@@ -122,6 +129,7 @@ def record(
         creative_id=1,
         impressions=impressions,
         claims=claims_json(claims),
+        key_id=key_id,
     )
 
 

@@ -251,6 +251,32 @@ def test_issues_and_no_fills_count_in_request_stats_once_per_key_and_batch(db: L
     }
 
 
+def test_issues_and_no_fills_count_in_key_stats_under_their_key_once_per_key_hour_and_batch(
+    db: LedgerDatabase,
+) -> None:
+    """Per key as request_stats counts per screen, whatever the screen; an ad request without a key (the
+    simulator's) counts in request_stats only."""
+    ops = [
+        Issue(record(PLAY, key_id=7)),
+        Issue(record(PLAY + 10, screen_id="s2", key_id=7)),
+        Issue(record(PLAY + 20, key_id=8)),
+        NoFill("lobby", "s3", PLAY + 30, 7),
+        NoFill("atrium", None, PLAY + 3600, 7),
+        Issue(record(PLAY, claims=capped(0), key_id=7), capped(0)),  # refused: counted when its slot ends
+        Issue(record(PLAY)),
+        NoFill("lobby", "s1", PLAY),
+    ]
+    db.apply(ops)
+    db.apply([NoFill("lobby", "s1", PLAY + 40, 8)])
+    assert db.key_stats() == {
+        (7, HOUR_START): (3, 2),
+        (7, HOUR_START + 3600): (1, 0),
+        (8, HOUR_START): (2, 1),
+    }
+    assert sum(requests for requests, _ in db.stats().values()) == 8
+    assert {row["key_id"] for row in db.rows().values()} == {7, 8, None}
+
+
 @pytest.fixture
 def sqlite_db(tmp_path: Path) -> Iterator[LedgerDatabase]:
     """A SQLite ledger only: statement tracing is SQLite's (PostgreSQL runs the same Batch plan)."""
@@ -271,7 +297,7 @@ def test_a_batch_of_claimless_issues_costs_sqlite_no_counter_statement(sqlite_db
         writer = store._writer
         assert isinstance(writer, sqlite3.Connection)
         writer.set_trace_callback(seen.append)
-        await store.apply([Issue(record()) for _ in range(50)])
+        await store.apply([Issue(record(key_id=n % 2)) for n in range(50)])
         writer.set_trace_callback(None)
 
     db.run(scenario)
@@ -280,6 +306,7 @@ def test_a_batch_of_claimless_issues_costs_sqlite_no_counter_statement(sqlite_db
         "BEGIN IMMEDIATE",
         "PRAGMA data_version",
         "INSERT INTO request_stats",
+        "INSERT INTO key_stats",
         "COMMIT",
     ]
 

@@ -87,8 +87,8 @@ def test_the_expiry_sweep_drops_answers_sent_before_their_retention(db: LedgerDa
 def test_a_frame_answered_before_fails_whatever_the_batch_writes_and_changes_nothing(
     db: LedgerDatabase, kind: str
 ) -> None:
-    """Whatever the batch writes (ad request rows, request stats, or nothing but its answer), a frame stored
-    before must fail it and leave no trace."""
+    """Whatever the batch writes (ad request rows, request and key stats, or nothing but its answer), a frame
+    stored before must fail it and leave no trace."""
     issued = record()
     unknown = record()  # never issued: its fire is `unknown`, and the batch writes no row
 
@@ -96,15 +96,18 @@ def test_a_frame_answered_before_fails_whatever_the_batch_writes_and_changes_not
         await store.apply([Issue(issued)])
         ops = {
             "fires": [Fire(issued.id, "impression", "wrapper", PLAY + 1)],
-            "no_fills": [NoFill("lobby", "s9", PLAY)],
+            "no_fills": [NoFill("lobby", "s9", PLAY, 3)],
             "nothing_to_write": [Fire(unknown.id, "impression", "wrapper", PLAY + 1)],
         }[kind]
         (first,) = await store.apply_frames(ops, [Receipt(ONE, 5, PLAY, 0, 1)])
-        rows, stats = db.rows(), db.stats()
+        rows, stats, by_key = db.rows(), db.stats(), db.key_stats()
+        if kind == "no_fills":
+            assert by_key == {(3, PLAY - PLAY % 3600): (1, 0)}, "the first copy counted under its key"
         with pytest.raises(AlreadyAnswered):
             await store.apply_frames(ops, [Receipt(ONE, 5, PLAY, 0, 1)])
         assert db.rows() == rows, "the ad requests are as the first copy left them"
         assert db.stats() == stats, "the request stats are as the first copy left them"
+        assert db.key_stats() == by_key, "the key stats are as the first copy left them"
         assert await store.answer(ONE, 5) == first
 
     run(db, scenario)

@@ -32,11 +32,12 @@ def test_every_operation_kind_comes_back_equal_in_order() -> None:
     )
     operations: list[Operation] = [
         Fire(uuid.uuid4(), "impression", "wrapper", 1_800_000_100),
-        Issue(record(claims=claims), claims),
+        Issue(record(claims=claims, key_id=3), claims),
         Issue(record(screen_id=None)),
         Release(uuid.uuid4(), 5, 1_800_000_200),
         Settle(1_800_000_300, limit=7, grace=11, retention=3600),
-        NoFill("lobby", None, 1_800_000_000),
+        NoFill("lobby", None, 1_800_000_000, 3),
+        NoFill("lobby", "s1", 1_800_000_000),
         Fire(uuid.uuid4(), "thirdQuartile", "inline", 1_800_000_400),
     ]
     back = decode_operations(encode_operations(operations))

@@ -1,5 +1,5 @@
 """A migrated production database per backend (SQLite, and PostgreSQL when configured), emptied of ad
-requests and request counts before each test."""
+requests and request counts (per screen and per key) before each test."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
-from adslot.storage.tables import ad_requests, request_stats
+from adslot.storage.tables import ad_requests, key_stats, request_stats
 from tests.conftest import BACKENDS, migrated_engine
 
 
@@ -22,4 +22,5 @@ def db(engine: sa.Engine) -> sa.Engine:
     with engine.begin() as conn:
         conn.execute(sa.delete(ad_requests))
         conn.execute(sa.delete(request_stats))
+        conn.execute(sa.delete(key_stats))
     return engine

@@ -10,7 +10,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from adslot.storage.tables import ad_requests, request_stats
+from adslot.storage.tables import ad_requests, key_stats, request_stats
 
 
 def utc(text: str) -> int:
@@ -41,6 +41,7 @@ def ad_request(play_time: int, **values: Any) -> dict[str, Any]:
         "impressions": 1.0,
         "settled_at": None,
         "settle_reason": None,
+        "key_id": None,
         **values,
     }
 
@@ -56,9 +57,21 @@ def stat(venue_id: str, hour: int, requests: int, screen_id: str = "", fills: in
     return {"venue_id": venue_id, "screen_id": screen_id, "hour": hour, "requests": requests, "fills": fills}
 
 
-def insert(engine: sa.Engine, rows: Sequence[dict[str, Any]], stats: Sequence[dict[str, Any]] = ()) -> None:
+def key_stat(key_id: int, hour: int, requests: int, fills: int = 0) -> dict[str, Any]:
+    return {"key_id": key_id, "hour": hour, "requests": requests, "fills": fills}
+
+
+def insert(
+    engine: sa.Engine,
+    rows: Sequence[dict[str, Any]],
+    stats: Sequence[dict[str, Any]] = (),
+    by_key: Sequence[dict[str, Any]] = (),
+) -> None:
+    """Ad requests, request_stats rows and key_stats rows (`by_key`), in one transaction."""
     with engine.begin() as conn:
         if rows:
             conn.execute(sa.insert(ad_requests), list(rows))
         if stats:
             conn.execute(sa.insert(request_stats), list(stats))
+        if by_key:
+            conn.execute(sa.insert(key_stats), list(by_key))

@@ -42,9 +42,16 @@ def catalog_of(*campaigns: LiveCampaign) -> Catalog:
 
 
 def run_fills(
-    db: LedgerDatabase, catalog: Catalog, count: int, *, concurrent: bool, cache: DeliveryCache | None = None
+    db: LedgerDatabase,
+    catalog: Catalog,
+    count: int,
+    *,
+    concurrent: bool,
+    cache: DeliveryCache | None = None,
+    key_id: int | None = None,
 ) -> list[int | None]:
-    """Fill `count` slots (all at once, or one after another); the campaign id of each, None for no fill."""
+    """Fill `count` slots (all at once, or one after another), asked for with `key_id`; the campaign id of
+    each, None for no fill."""
     shared = cache if cache is not None else DeliveryCache()
 
     async def scenario(store: LedgerStore) -> list[int | None]:
@@ -58,7 +65,7 @@ def run_fills(
                 shared,
                 writer,
                 rng,
-                SlotRequest(1, "v1", f"s{n}", PLAY),
+                SlotRequest(1, "v1", f"s{n}", PLAY, key_id),
                 now=PLAY - 60,
                 play_window_seconds=900,
                 new_id=uuid7,
@@ -116,3 +123,13 @@ def test_a_slot_nobody_can_fill_is_answered_no_ad_and_counted_as_a_request(db: L
     requests = sum(r for (venue, _, h), (r, _) in db.stats().items() if venue == "v1" and h == hour)
     fills = sum(f for (venue, _, h), (_, f) in db.stats().items() if venue == "v1" and h == hour)
     assert (requests, fills) == (3, 1)
+
+
+def test_the_asking_key_is_stored_with_its_ad_request_and_counts_its_fills_and_no_fills(
+    db: LedgerDatabase,
+) -> None:
+    catalog = catalog_of(capped(1, 1))
+    assert run_fills(db, catalog, 3, concurrent=False, key_id=42) == [1, None, None]
+    (row,) = db.rows().values()
+    assert row["key_id"] == 42
+    assert db.key_stats() == {(42, PLAY - PLAY % 3600): (3, 1)}

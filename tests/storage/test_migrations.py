@@ -1,5 +1,6 @@
 """The migrations build the schema tables.py declares, 0003 gives existing counters their window, 0005
-turns stored fires into bits, 0007 moves delivery to the settlement and 0008 adds PostgreSQL's write check."""
+turns stored fires into bits, 0007 moves delivery to the settlement, 0008 adds PostgreSQL's write check and
+0009 attributes ad requests to keys."""
 
 from __future__ import annotations
 
@@ -228,5 +229,36 @@ def test_0008_gives_postgresql_the_ledgers_write_check_and_its_downgrade_takes_i
                 {"schema": schema},
             )
             assert named.scalar_one() == 0
+    finally:
+        engine.dispose()
+
+
+def test_0009_keeps_stored_ad_requests_unattributed_and_its_downgrade_keeps_them_too(
+    env: EnvironmentSettings,
+) -> None:
+    """Ad requests stored before 0009 name no key (they count for none on the Health page); key_stats starts
+    empty, and the downgrade drops it and the column, not the ad requests."""
+    engine = make_engine(env)
+    schema = env.database_schema
+    stored = uuid.UUID(int=1 << 100)
+    try:
+        config = at_revision(engine, schema, "0008")
+        rows = ad_requests_at(schema, "impression_at")
+        common = {"account_id": 1, "venue_id": "v", "play_time": 10, "created_at": 5, "expires_at": 900}
+        common |= {"campaign_id": 1, "creative_id": 1, "impression_at": 11}
+        with engine.begin() as conn:
+            conn.execute(sa.insert(rows), [{"id": stored} | common])
+        command.upgrade(config, "0009")
+        attributed = sa.table("ad_requests", sa.column("id", sa.Uuid), sa.column("key_id"), schema=schema)
+        counted = sa.table("key_stats", sa.column("key_id"), schema=schema)
+        with engine.connect() as conn:
+            assert conn.execute(sa.select(attributed.c.id, attributed.c.key_id)).all() == [(stored, None)]
+            assert conn.execute(sa.select(sa.func.count()).select_from(counted)).scalar_one() == 0
+        command.downgrade(config, "0008")
+        inspector = sa.inspect(engine)
+        assert "key_stats" not in inspector.get_table_names(schema=schema)
+        assert "key_id" not in {c["name"] for c in inspector.get_columns("ad_requests", schema=schema)}
+        with engine.connect() as conn:
+            assert conn.execute(sa.select(rows.c.id, rows.c.impression_at)).all() == [(stored, 11)]
     finally:
         engine.dispose()

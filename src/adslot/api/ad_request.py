@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import msgspec
 
 from adslot import __version__
-from adslot.api.auth import authenticate
+from adslot.api.auth import authenticate, known_key
 from adslot.api.reply import NO_STORE, XML, Reply, error_reply, json_reply
 from adslot.auth.keys import SCOPE_AD_REQUEST
 from adslot.environment import Environment
@@ -139,7 +139,7 @@ async def _ad_request(
     content_encoding: str | None,
     body: bytes,
 ) -> Reply:
-    account = authenticate(env, key, SCOPE_AD_REQUEST)
+    account = known_key(env, key, SCOPE_AD_REQUEST) or await authenticate(env, key, SCOPE_AD_REQUEST)
     fmt = check_format(fmt)
     check_content_type(content_type)
     check_content_encoding(content_encoding)
@@ -161,7 +161,9 @@ async def _ad_request(
         env.delivery_cache,
         env.writer,
         env.rng,
-        SlotRequest(account.account_id, request.venue_id, request.screen_id, request.play_time),
+        SlotRequest(
+            account.account_id, request.venue_id, request.screen_id, request.play_time, account.key_id
+        ),
         now=now,
         play_window_seconds=env.settings.play_window_seconds,
         new_id=uuid7,

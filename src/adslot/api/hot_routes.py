@@ -349,7 +349,7 @@ async def get_record(
 ) -> Response[bytes]:
     env = env_of(request)
     try:
-        account = authenticate(env, ssp_key, SCOPE_AD_REQUEST)
+        account = await authenticate(env, ssp_key, SCOPE_AD_REQUEST)
         parsed = parse_uuid(ad_request_uuid)
         if parsed is None:
             raise ApiError(400, "malformed_ad_request_uuid", "not a UUID", "ad_request_uuid")

@@ -25,7 +25,7 @@ MANIFEST_HOURS_MAX = 72
 
 async def handle_release(env: Environment, *, key: str | None, ad_request_uuid: str | None) -> Reply:
     try:
-        account = authenticate(env, key, SCOPE_AD_REQUEST)
+        account = await authenticate(env, key, SCOPE_AD_REQUEST)
         ad_request_id = uuid_of(ad_request_uuid)
         now = int(time.time())
         verdict = await env.writer.submit(Release(ad_request_id, account.account_id, now))
@@ -82,7 +82,7 @@ async def handle_manifest(
     env: Environment, *, key: str | None, venue_id: str | None, screen_id: str | None, hours: str | None
 ) -> Reply:
     try:
-        authenticate(env, key, SCOPE_AD_REQUEST)
+        await authenticate(env, key, SCOPE_AD_REQUEST)
         venue_name = _identifier(env, venue_id, "venue_id", True)
         screen_name = _identifier(env, screen_id, "screen_id", False)
         window = _manifest_hours(hours)

@@ -43,9 +43,9 @@ from adslot.inventory.schemas import (
 )
 
 
-def admin_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+async def admin_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
     env: Environment = connection.app.state.env
-    authenticate(env, connection.headers.get("ssp-key"), SCOPE_ADMIN)
+    await authenticate(env, connection.headers.get("ssp-key"), SCOPE_ADMIN)
 
 
 ERRORS = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -107,10 +108,19 @@ def revoke_key(conn: sa.Connection, key_id: int) -> bool:
     return result.rowcount == 1
 
 
-def active_keys(conn: sa.Connection) -> dict[str, KeyRecord]:
-    rows = conn.execute(
-        sa.select(api_keys.c.id, api_keys.c.account_id, api_keys.c.key_hash, api_keys.c.scopes).where(
-            api_keys.c.revoked_at.is_(None)
-        )
-    )
+_RECORD = sa.select(api_keys.c.id, api_keys.c.account_id, api_keys.c.key_hash, api_keys.c.scopes).where(
+    api_keys.c.revoked_at.is_(None)
+)
+
+
+def _records(rows: sa.Result[tuple[int, int, str, str]]) -> dict[str, KeyRecord]:
     return {r.key_hash: KeyRecord(r.id, r.account_id, frozenset(r.scopes.split(","))) for r in rows}
+
+
+def active_keys(conn: sa.Connection) -> dict[str, KeyRecord]:
+    return _records(conn.execute(_RECORD))
+
+
+def keys_by_hash(conn: sa.Connection, hashes: Sequence[str]) -> dict[str, KeyRecord]:
+    """The active keys among `hashes`, by hash: one query on the unique key_hash index (auth/lookup.py)."""
+    return _records(conn.execute(_RECORD.where(api_keys.c.key_hash.in_(hashes))))

@@ -10,9 +10,9 @@ does not matter) and stores the frames' answers, and the expiry sweep's pruning.
 trip to the database and back, which on a network costs more than the statement: a batch of ad requests
 that reserve nothing takes three (BEGIN, the writes, COMMIT; five before the writes were one statement), a
 batch of pixels four (and the locking read), and either one more when it reserves or moves reservations
-(the counters). Locks are always taken ad requests first, then counters, then request_stats, each in a
-fixed order, so concurrent workers wait for each other but never deadlock; the rules run in between, in the
-shared Batch.
+(the counters). Locks are always taken ad requests first, then counters, then request_stats, then
+key_stats, each in a fixed order, so concurrent workers wait for each other but never deadlock; the rules run
+in between, in the shared Batch.
 
 Like SQLite's, the writer remembers the state of the ad requests it wrote (remembered.py), but here another
 node may change any of them at any time, so the memory is never trusted, only checked: a batch whose fires
@@ -71,6 +71,7 @@ from adslot.ledger.store import (
     DUE_WHERE,
     FIRED_SET,
     INSERT_COLUMNS,
+    KEY_STATS_UPSERT_SET,
     PRUNE_ANSWERS,
     PRUNE_WHERE,
     SAVE_ANSWER_SET,
@@ -92,7 +93,7 @@ from adslot.storage.kept_connections import KeptConnections
 SELECT = SELECT_ONE + "$1"
 SELECT_MANY = SELECT_ONE.replace("WHERE id = ", "WHERE id = ANY($1::uuid[])")
 _TYPES = {
-    **dict.fromkeys(("account_id", "campaign_id", "creative_id"), "int"),
+    **dict.fromkeys(("account_id", "campaign_id", "creative_id", "key_id"), "int"),
     **dict.fromkeys(("venue_id", "screen_id", "claims", "settle_reason"), "text"),
     **dict.fromkeys(("play_time", "created_at", "expires_at", *TIME_COLUMNS, "settled_at"), "bigint"),
     "id": "uuid",
@@ -234,6 +235,11 @@ STATS = (
     "SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[]) "
     "ON CONFLICT (venue_id, screen_id, hour) DO UPDATE SET " + STATS_UPSERT_SET
 )
+KEY_STATS = (
+    "INSERT INTO key_stats (key_id, hour, requests, fills) "
+    "SELECT * FROM unnest($1::int[], $2::bigint[], $3::bigint[], $4::bigint[]) "
+    "ON CONFLICT (hour, key_id) DO UPDATE SET " + KEY_STATS_UPSERT_SET
+)
 
 SAVE_ANSWERS = (
     f"INSERT INTO ledger_answers ({ANSWER_COLUMNS}) "
@@ -246,6 +252,7 @@ WRITES = {
     "counters": WRITE_COUNTERS,
     "insert": INSERT,
     "stats": STATS,
+    "key_stats": KEY_STATS,
     "answers": SAVE_ANSWERS,
 }
 """The writes of step 4 but the UPDATE (update_sql(), narrowed per batch) and the answers of step 6, by
@@ -336,6 +343,10 @@ def _writes(
     if stats:
         parts.append(("stats", STATS))
         args += _columns(stats, 5)
+    key_stats = batch.key_stats()
+    if key_stats:
+        parts.append(("key_stats", KEY_STATS))
+        args += _columns(key_stats, 4)
     rows = answer_rows(receipts, verdicts)
     if rows:
         parts.append(("answers", SAVE_ANSWERS))

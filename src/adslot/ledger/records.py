@@ -74,6 +74,9 @@ class AdRequest:
     claims: str | None = None
     settled_at: int | None = None
     settle_reason: str | None = None
+    key_id: int | None = None
+    """The API key that asked for it (one key, one player integration: the Health page's unit); None for ad
+    requests stored before migration 0009, or asked for without a key (the simulator)."""
 
     def state(self, now: int) -> str:
         """issued until its impression (played), its player gives it back (released) or its expiry passes
@@ -153,11 +156,13 @@ class Settle:
 
 @dataclass(frozen=True, slots=True)
 class NoFill:
-    """An ad request answered with no ad: counted in request_stats (the denominator of the fill rate)."""
+    """An ad request answered with no ad: counted in request_stats (the denominator of the fill rate), and in
+    key_stats under its key."""
 
     venue_id: str
     screen_id: str | None
     play_time: int
+    key_id: int | None = None
 
 
 NO_COUNTERS: Mapping[str, Snapshot] = MappingProxyType({})
@@ -238,5 +243,6 @@ COLUMNS = (
     "claims",
     "settled_at",
     "settle_reason",
+    "key_id",
 )
-ISSUE_COLUMNS = (*COLUMNS[:9], "impressions", "claims")
+ISSUE_COLUMNS = (*COLUMNS[:9], "impressions", "key_id", "claims")

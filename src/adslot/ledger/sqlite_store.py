@@ -39,6 +39,7 @@ from adslot.ledger.store import (
     DUE_WHERE,
     FIRED_SET,
     INSERT_COLUMNS,
+    KEY_STATS_UPSERT_SET,
     PRUNE_ANSWERS,
     PRUNE_WHERE,
     SAVE_ANSWER_SET,
@@ -118,6 +119,11 @@ STATS = (
 )
 """One multi-row upsert per chunk: about twice as fast as executemany for the hundreds of screens a batch
 names, and this runs in every batch that issues."""
+KEY_STATS = (
+    "INSERT INTO key_stats (key_id, hour, requests, fills) VALUES {values} "
+    "ON CONFLICT (hour, key_id) DO UPDATE SET " + KEY_STATS_UPSERT_SET
+)
+"""STATS per API key: a batch names a few keys, so this is one statement."""
 SAVE_ANSWER = f"INSERT INTO ledger_answers ({ANSWER_COLUMNS}) VALUES (?, ?, ?, ?, ?) {SAVE_ANSWER_SET}"
 READ_ANSWER = ANSWER.format(client="?", slot="?")
 PRUNE_OLD_ANSWERS = PRUNE_ANSWERS.format(before="?")
@@ -217,6 +223,11 @@ def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> None:
         rows = stats[i : i + CHUNK]
         values = ", ".join(["(?, ?, ?, ?, ?)"] * len(rows))
         conn.execute(STATS.format(values=values), [v for row in rows for v in row])
+    key_stats = batch.key_stats()
+    for i in range(0, len(key_stats), CHUNK):
+        keyed = key_stats[i : i + CHUNK]
+        values = ", ".join(["(?, ?, ?, ?)"] * len(keyed))
+        conn.execute(KEY_STATS.format(values=values), [v for row in keyed for v in row])
     prune = batch.prune()
     if prune is not None:
         conn.execute(PRUNE, prune)

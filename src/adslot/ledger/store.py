@@ -13,8 +13,9 @@ the order in which PostgreSQL takes its row locks, each kind in key order (so wo
 1. lock the ad requests that fires and releases name (by id); pick the expired ones to settle;
 2. resolve fires (against the fired bits just read), then releases, then the expiry settle;
 3. load the counters that issues claim and that settled ad requests move (insert missing rows, lock by key);
-4. deliver and release, then admit each issue in turn; write counters, new ad requests, row changes and
-   request_stats (one statement or executemany each, one row per key: counts are aggregated per batch);
+4. deliver and release, then admit each issue in turn; write counters, new ad requests, row changes,
+   request_stats and key_stats (one statement or executemany each, one row per key: counts are aggregated per
+   batch);
 5. with a Settle, drop the counters whose window closed before its retention (the closes_at index);
 6. store the answer of each worker frame the batch carries (ledger_answers), so that a frame resent after
    its writer process died is answered, not applied twice.
@@ -189,6 +190,9 @@ PRUNE_ANSWERS = "DELETE FROM ledger_answers WHERE at < {before}"
 STATS_UPSERT_SET = (
     "requests = request_stats.requests + excluded.requests, fills = request_stats.fills + excluded.fills"
 )
+KEY_STATS_UPSERT_SET = (
+    "requests = key_stats.requests + excluded.requests, fills = key_stats.fills + excluded.fills"
+)
 
 
 @dataclass(slots=True)
@@ -338,6 +342,22 @@ class Batch:
         for op in self.no_fills:
             key = (op.venue_id, op.screen_id or "", op.play_time - op.play_time % HOUR)
             rows.setdefault(key, [0, 0])[0] += 1
+        return [(*key, requests, fills) for key, (requests, fills) in sorted(rows.items())]
+
+    def key_stats(self) -> list[tuple[int, int, int, int]]:
+        """(API key, UTC hour of play_time, requests, fills): stats() counted per key instead of per screen,
+        one row per key and hour, sorted (PostgreSQL locks the rows in this order, after request_stats').
+        An ad request without a key (the simulator's) is left out: there is no integration to count it for.
+        """
+        rows: dict[tuple[int, int], list[int]] = {}
+        for record, _ in self.admitted:
+            if record.key_id is not None:
+                row = rows.setdefault((record.key_id, record.play_time - record.play_time % HOUR), [0, 0])
+                row[0] += 1
+                row[1] += 1
+        for op in self.no_fills:
+            if op.key_id is not None:
+                rows.setdefault((op.key_id, op.play_time - op.play_time % HOUR), [0, 0])[0] += 1
         return [(*key, requests, fills) for key, (requests, fills) in sorted(rows.items())]
 
     def row_changes(self) -> list[tuple[uuid.UUID, RowChange]]:

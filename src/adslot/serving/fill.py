@@ -32,6 +32,8 @@ class SlotRequest:
     venue_id: str
     screen_id: str | None
     play_time: int
+    key_id: int | None = None
+    """The API key that asked (the ledger counts its ad requests, filled or not, per key); None: no key."""
 
 
 def slot_for(catalog: Catalog, request: SlotRequest) -> Slot:
@@ -92,6 +94,7 @@ async def fill_slot(
             campaign_id=choice.campaign.id,
             creative_id=choice.creative.id,
             impressions=impressions,
+            key_id=request.key_id,
         )
         verdict = await writer.submit(Issue(record, claims or None))
         if verdict.counters:
@@ -99,5 +102,5 @@ async def fill_slot(
         if verdict.outcome == "issued":
             return record, choice
         excluded.add(choice.campaign.id)
-    await writer.submit(NoFill(request.venue_id, request.screen_id, request.play_time))
+    await writer.submit(NoFill(request.venue_id, request.screen_id, request.play_time, request.key_id))
     return None

@@ -166,6 +166,9 @@ ad_requests = sa.Table(
     # ("expired"); a played ad request is settled at expiry too, with reason "played".
     sa.Column("settled_at", sa.BigInteger, nullable=True),
     sa.Column("settle_reason", sa.String(16), nullable=True),
+    # The API key that asked for it (api_keys.id, no foreign key: the ledger writes without reading keys);
+    # null for ad requests stored before migration 0009. The Health page reads it with the play_time index.
+    sa.Column("key_id", sa.Integer, nullable=True),
     sa.Index(
         "ix_ad_requests_unsettled_expiry",
         "expires_at",
@@ -208,6 +211,19 @@ request_stats = sa.Table(
     sa.Column("fills", sa.BigInteger, nullable=False, server_default="0"),
 )
 
+# Ad requests per API key (one player integration) and hour of play_time, filled or not: the Health page's
+# request counts, written with request_stats in the same batch. No foreign key, as for ad_requests.key_id.
+# Hour first in the primary key: the Health page reads a window of hours for every key, one range of it.
+key_stats = sa.Table(
+    "key_stats",
+    metadata,
+    sa.Column("key_id", sa.Integer, nullable=False, autoincrement=False),
+    sa.Column("hour", sa.BigInteger, nullable=False),  # epoch seconds of the UTC hour of play_time
+    sa.Column("requests", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("fills", sa.BigInteger, nullable=False, server_default="0"),
+    sa.PrimaryKeyConstraint("hour", "key_id"),
+)
+
 # The answer each worker's latest batch frames got, stored in the same transaction as the batch: a frame
 # resent after its writer process died (committed or not, the worker cannot tell) is answered from here
 # instead of being applied twice. One row per worker process and slot (its frame's sequence number modulo
@@ -221,4 +237,42 @@ ledger_answers = sa.Table(
     sa.Column("seq", sa.BigInteger, nullable=False),
     sa.Column("at", sa.BigInteger, nullable=False),  # when the worker sent the frame (epoch seconds)
     sa.Column("answer", sa.LargeBinary, nullable=False),  # the verdicts frame, as the worker receives it
+)
+
+# The operator console (adslot.console). Users and their sign-in sessions live in the production database
+# only: one set of people runs both environments. Each environment's own database keeps the audit log of
+# what was changed in it, written in the transaction of the change.
+console_users = sa.Table(
+    "console_users",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("email", sa.String(254), nullable=False, unique=True),
+    sa.Column("password_hash", sa.String(256), nullable=False),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("disabled_at", sa.BigInteger, nullable=True),
+    # Failed sign-ins in a row, and until when the next attempt is refused (console.users.throttle).
+    sa.Column("failed_sign_ins", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("locked_until", sa.BigInteger, nullable=False, server_default="0"),
+)
+
+console_sessions = sa.Table(
+    "console_sessions",
+    metadata,
+    sa.Column("token_hash", sa.String(64), primary_key=True),
+    sa.Column("user_id", sa.Integer, sa.ForeignKey("console_users.id"), nullable=False, index=True),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("expires_at", sa.BigInteger, nullable=False),
+)
+
+audit_log = sa.Table(
+    "audit_log",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("at", sa.BigInteger, nullable=False),
+    sa.Column("actor", sa.String(300), nullable=False),  # "user@example.com" or "cli"
+    sa.Column("action", sa.String(64), nullable=False),  # e.g. "venue.create"
+    sa.Column("target", sa.String(300), nullable=False),  # e.g. "venue lobby"
+    sa.Column("before", sa.Text, nullable=True),  # JSON, null for a creation
+    sa.Column("after", sa.Text, nullable=True),  # JSON, null for a deletion
 )
