@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ("index", "api", "decisioning", "operations", "architecture", "benchmark")
+PAGES = ("index", "api", "decisioning", "console", "operations", "architecture", "benchmark")
 INSTALL_AND_RUN = (
     "python3 -m venv .venv && .venv/bin/pip install -q -r requirements.lock -e . && .venv/bin/adslot serve"
 )

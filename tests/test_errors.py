@@ -32,3 +32,17 @@ def test_a_nested_field_is_named_by_its_path_without_the_root_sign() -> None:
 def test_a_wrong_type_at_the_root_is_an_invalid_body_without_a_field() -> None:
     error = invalid_value(failure(b'["x"]'))
     assert (error.status, error.code, error.field) == (400, "invalid_body", None)
+
+
+def test_an_api_error_crosses_a_process_boundary_whole() -> None:
+    import pickle
+
+    from adslot.errors import ApiError
+
+    error = pickle.loads(pickle.dumps(ApiError(422, "unknown_venue", "no venue", "venue_id")))
+    assert (error.status, error.code, error.message, error.field) == (
+        422,
+        "unknown_venue",
+        "no venue",
+        "venue_id",
+    )

@@ -10,6 +10,8 @@ from typing import Any
 
 from adslot.api.http import build_litestar
 from adslot.collector import settle_heap
+from adslot.console.app import build_console
+from adslot.console.web import ROOT as CONSOLE_ROOT
 from adslot.environment import Environment
 from adslot.settings import Settings, load_settings
 
@@ -34,6 +36,8 @@ class AdslotApp:
         for env in self._by_mount:
             litestar: ASGIApp = build_litestar(env)  # type: ignore[assignment]
             self._mounts.append((env.config.mount_path, litestar))
+        # The console serves both environments from one place: its own app, matched before any mount.
+        self._console: ASGIApp = build_console(self.environments)  # type: ignore[assignment]
 
     def lanes(self) -> list[tuple[str, Environment]]:
         """(mount path, environment), longest mount first, for the HTTP protocol's hot lane
@@ -54,6 +58,8 @@ class AdslotApp:
         if scope["type"] == "lifespan":
             return await self._lifespan(receive, send)
         path: str = scope["path"]
+        if path == CONSOLE_ROOT or path.startswith(CONSOLE_ROOT + "/"):
+            return await self._console(scope, receive, send)
         for mount, app in self._mounts:
             if not mount:
                 return await app(scope, receive, send)

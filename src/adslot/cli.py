@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from adslot.auth import repository as keys_repo
 from adslot.campaigns import repository as campaigns_repo
 from adslot.campaigns.schemas import AdvertiserIn, CampaignIn, CampaignPatch, CreativeIn, CreativePatch
+from adslot.console.commands import audited, users_group
 from adslot.environment import prepare_database, transact
 from adslot.errors import ApiError, invalid_value
 from adslot.inventory import repository as inventory_repo
@@ -55,8 +56,11 @@ def _api_error(exc: ApiError) -> CommandError:
     return CommandError("\n".join(lines))
 
 
-def _run(env_name: str, fn: Callable[[sa.Connection], T], *, write: bool = False) -> T:
-    """Run fn in one transaction on the environment's (migrated) database; writes bump the catalog."""
+def run_on(
+    env_name: str, fn: Callable[[sa.Connection], T], *, write: bool = False, catalog: bool = True
+) -> T:
+    """Run fn in one transaction on the environment's (migrated) database; writes bump the catalog
+    unless `catalog=False` (console users and sessions, which no worker caches)."""
     try:
         env = load_settings().environment(env_name)
     except SettingsError as exc:
@@ -64,7 +68,7 @@ def _run(env_name: str, fn: Callable[[sa.Connection], T], *, write: bool = False
     prepare_database(env)
     engine = make_engine(env)
     try:
-        return transact(engine, fn, write=write)
+        return transact(engine, fn, write=write, catalog=catalog)
     except ApiError as exc:
         raise _api_error(exc) from exc
     finally:
@@ -221,7 +225,7 @@ def db() -> None:
 @ENV_OPTION
 def db_upgrade(env_name: str) -> None:
     """Apply migrations (serve does this itself)."""
-    _run(env_name, lambda conn: None)
+    run_on(env_name, lambda conn: None)
     click.echo(f"{env_name}: database at the latest migration")
 
 
@@ -246,10 +250,15 @@ def keys() -> None:
 def keys_create(env_name: str, account: str, scopes: tuple[str, ...], label: str | None) -> None:
     """Create a key and print it once: only its hash is stored."""
     prefix = "ssp_live_" if env_name == "production" else "ssp_test_"
-    key, info = _run(
+    key, info = run_on(
         env_name,
-        lambda c: keys_repo.create_key(
-            c, account=account, prefix=prefix, scopes=",".join(scopes), label=label
+        audited(
+            "key.create",
+            f"key for account {account}",
+            lambda c: keys_repo.create_key(
+                c, account=account, prefix=prefix, scopes=",".join(scopes), label=label
+            ),
+            after=lambda made: made[1],
         ),
         write=True,
     )
@@ -265,7 +274,7 @@ def keys_create(env_name: str, account: str, scopes: tuple[str, ...], label: str
 @ENV_OPTION
 def keys_list(env_name: str) -> None:
     """List keys (prefix only)."""
-    _echo([k.__dict__ for k in _run(env_name, keys_repo.list_keys)])
+    _echo([k.__dict__ for k in run_on(env_name, keys_repo.list_keys)])
 
 
 @keys.command("revoke")
@@ -273,7 +282,11 @@ def keys_list(env_name: str) -> None:
 @click.argument("key_id", type=int)
 def keys_revoke(env_name: str, key_id: int) -> None:
     """Revoke a key by id; running servers stop accepting it within a second."""
-    if not _run(env_name, lambda c: keys_repo.revoke_key(c, key_id), write=True):
+    if not run_on(
+        env_name,
+        audited("key.revoke", f"key {key_id}", lambda c: keys_repo.revoke_key(c, key_id)),
+        write=True,
+    ):
         raise click.ClickException(f"no active key with id {key_id}")
     click.echo(f"key {key_id} revoked")
 
@@ -306,7 +319,7 @@ VENUE_OPTIONS = _options(
 def venues_add(env_name: str, **fields: Any) -> None:
     """Register a venue."""
     data = _convert(fields, VenueIn)
-    _echo(_run(env_name, lambda c: inventory_repo.create_venue(c, data), write=True))
+    _echo(run_on(env_name, lambda c: inventory_repo.create_venue(c, data), write=True))
 
 
 @venues.command("update")
@@ -321,13 +334,13 @@ def venues_add(env_name: str, **fields: Any) -> None:
 def venues_update(env_name: str, venue_id: str, clear: tuple[str, ...], **fields: Any) -> None:
     """Change a venue: only the members given change."""
     patch = _convert(fields, VenuePatch, _cleared(clear, frozenset({"tags"})))
-    _echo(_run(env_name, lambda c: inventory_repo.update_venue(c, venue_id, patch), write=True))
+    _echo(run_on(env_name, lambda c: inventory_repo.update_venue(c, venue_id, patch), write=True))
 
 
 @venues.command("list")
 @ENV_OPTION
 def venues_list(env_name: str) -> None:
-    _echo(_run(env_name, inventory_repo.list_venues))
+    _echo(run_on(env_name, inventory_repo.list_venues))
 
 
 SCREEN_OPTIONS = _options(
@@ -348,7 +361,7 @@ SCREEN_OPTIONS = _options(
 def venues_add_screen(env_name: str, venue_id: str, **fields: Any) -> None:
     """Add a screen to a venue."""
     data = _convert(fields, ScreenIn)
-    _echo(_run(env_name, lambda c: inventory_repo.add_screen(c, venue_id, data), write=True))
+    _echo(run_on(env_name, lambda c: inventory_repo.add_screen(c, venue_id, data), write=True))
 
 
 @venues.command("update-screen")
@@ -360,7 +373,7 @@ def venues_update_screen(
 ) -> None:
     """Change a screen: only the members given change."""
     patch = _convert(fields, ScreenPatch, _cleared(clear))
-    _echo(_run(env_name, lambda c: inventory_repo.update_screen(c, venue_id, screen_id, patch), write=True))
+    _echo(run_on(env_name, lambda c: inventory_repo.update_screen(c, venue_id, screen_id, patch), write=True))
 
 
 @venues.command("import")
@@ -370,7 +383,7 @@ def venues_import(env_name: str, csv_file: Path) -> None:
     """Create or update venues and screens from a CSV file (the columns of POST /api/v1/venues/import),
     all or nothing."""
     body = csv_file.read_bytes()
-    _echo(_run(env_name, lambda c: import_venues(c, body), write=True))
+    _echo(run_on(env_name, lambda c: import_venues(c, body), write=True))
 
 
 @main.group()
@@ -384,7 +397,7 @@ def campaigns() -> None:
 @click.option("--category", help="Competitive separation keeps one category's campaigns apart.")
 def campaigns_add_advertiser(env_name: str, **fields: Any) -> None:
     data = _convert(fields, AdvertiserIn)
-    _echo(_run(env_name, lambda c: campaigns_repo.create_advertiser(c, data), write=True))
+    _echo(run_on(env_name, lambda c: campaigns_repo.create_advertiser(c, data), write=True))
 
 
 RULE_OPTIONS = _options(
@@ -416,7 +429,7 @@ RULE_OPTIONS = _options(
 def campaigns_add(env_name: str, venue_ids: tuple[str, ...], **fields: Any) -> None:
     """Create a campaign."""
     data = _convert({**fields, "venue_ids": list(venue_ids) or None}, CampaignIn)
-    _echo(_run(env_name, lambda c: campaigns_repo.create_campaign(c, data), write=True))
+    _echo(run_on(env_name, lambda c: campaigns_repo.create_campaign(c, data), write=True))
 
 
 @campaigns.command("update")
@@ -436,7 +449,7 @@ def campaigns_update(
     """Change a campaign: only the members given change; nested ones are replaced whole."""
     cleared = _cleared(clear, frozenset({"dayparts", "caps"}))
     patch = _convert({**fields, "venue_ids": list(venue_ids) or None}, CampaignPatch, cleared)
-    _echo(_run(env_name, lambda c: campaigns_repo.update_campaign(c, campaign_id, patch), write=True))
+    _echo(run_on(env_name, lambda c: campaigns_repo.update_campaign(c, campaign_id, patch), write=True))
 
 
 @campaigns.command("set-status")
@@ -445,13 +458,13 @@ def campaigns_update(
 @click.argument("status", type=click.Choice(["active", "paused", "archived"]))
 def campaigns_set_status(env_name: str, campaign_id: int, status: str) -> None:
     patch = CampaignPatch(status=status)  # type: ignore[arg-type]
-    _echo(_run(env_name, lambda c: campaigns_repo.update_campaign(c, campaign_id, patch), write=True))
+    _echo(run_on(env_name, lambda c: campaigns_repo.update_campaign(c, campaign_id, patch), write=True))
 
 
 @campaigns.command("list")
 @ENV_OPTION
 def campaigns_list(env_name: str) -> None:
-    _echo(_run(env_name, campaigns_repo.list_campaigns))
+    _echo(run_on(env_name, campaigns_repo.list_campaigns))
 
 
 @campaigns.command("add-creative")
@@ -478,7 +491,7 @@ def campaigns_add_creative(env_name: str, campaign_id: int, media_file: Path | N
         media = media_file.read_bytes()
         fields |= {"size_bytes": len(media), "sha256": hashlib.sha256(media).hexdigest()}
     data = _convert(fields, CreativeIn)
-    _echo(_run(env_name, lambda c: campaigns_repo.add_creative(c, campaign_id, data), write=True))
+    _echo(run_on(env_name, lambda c: campaigns_repo.add_creative(c, campaign_id, data), write=True))
 
 
 @campaigns.command("update-creative")
@@ -492,7 +505,7 @@ def campaigns_update_creative(env_name: str, campaign_id: int, creative_id: int,
     """Pause, resume, rename or reweigh a creative."""
     patch = _convert(fields, CreativePatch)
     _echo(
-        _run(
+        run_on(
             env_name,
             lambda c: campaigns_repo.update_creative(c, campaign_id, creative_id, patch),
             write=True,
@@ -537,7 +550,7 @@ def report_delivery(env_name: str, **params: Any) -> None:
     from adslot.reporting.repository import delivery_report
 
     query = _parsed(parse_delivery, **params)
-    result = _run(env_name, lambda c: delivery_report(c, query, int(time.time())))
+    result = run_on(env_name, lambda c: delivery_report(c, query, int(time.time())))
     if query.fmt == "csv":
         click.echo(delivery_csv(result), nl=False)
     else:
@@ -575,7 +588,7 @@ def report_playlog(env_name: str, fmt: str, **params: Any) -> None:
             else:
                 click.echo(b"".join(msgspec.json.encode(row) + b"\n" for row in batch), nl=False)
 
-    _run(env_name, write)
+    run_on(env_name, write)
 
 
 @main.command()
@@ -621,6 +634,8 @@ def simulate(
     report = asyncio.run(run_simulation(config, data_dir))
     click.echo(report.render())
 
+
+main.add_command(users_group)
 
 if __name__ == "__main__":
     main()

@@ -17,6 +17,10 @@ class ApiError(Exception):
         self.message = message
         self.field = field
 
+    def __reduce__(self) -> tuple[type[ApiError], tuple[int, str, str, str | None]]:
+        """Whole across a process boundary (a forecast runs in a child process)."""
+        return (type(self), (self.status, self.code, self.message, self.field))
+
     def body(self) -> bytes:
         return msgspec.json.encode(
             {

@@ -1,0 +1,234 @@
+"""The console over HTTP, on SQLite and PostgreSQL: sign-in and its cookie, throttling, CSRF on every
+change, roles, the API's own validation in forms, and the audit log."""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from adslot.console.app import ROUTES
+from adslot.console.users import FREE_FAILURES
+from adslot.storage.database import make_engine
+from adslot.storage.tables import audit_log, venues
+from tests.conftest import LiveServer
+from tests.console.conftest import PASSWORD, ROLE_EMAILS, csrf_of, signed_in
+
+PAGES = ["", "venues", "campaigns", "reports", "play-log", "keys", "health", "forecast", "users", "audit"]
+CHANGES = [
+    ("venues/new", {"venue_id": "v-csrf", "name": "CSRF"}),
+    ("venues/import", {}),
+    ("advertisers", {"name": "Adv"}),
+    ("campaigns/new", {"name": "x"}),
+    ("keys", {"account": "acct", "scope": "ad_request"}),
+    ("users", {"email": "new@example.com", "role": "viewer", "password": PASSWORD}),
+]
+
+
+def rows(live: LiveServer, table: sa.Table, env: str = "production") -> int:
+    engine = make_engine(live.settings.environment(env))
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def test_every_page_but_sign_in_redirects_there_when_signed_out(console_live: LiveServer) -> None:
+    with httpx.Client(base_url=console_live.url) as http:
+        for env in ("production", "sandbox"):
+            for page in PAGES:
+                answer = http.get(f"/console/{env}/{page}")
+                assert answer.status_code == 303, page
+                assert answer.headers["location"].startswith("/console/sign-in?next=%2Fconsole%2F")
+        assert http.get("/console/sign-in").status_code == 200
+
+
+def test_the_session_cookie_is_httponly_lax_and_secure_behind_https(console_live: LiveServer) -> None:
+    for proto, secure in (("http", False), ("https", True)):
+        with httpx.Client(base_url=console_live.url) as http:
+            page = http.get("/console/sign-in", headers={"x-forwarded-proto": proto})
+            # A Secure cookie is not sent back over plain HTTP: send it as a browser on HTTPS would.
+            token = csrf_of(page.text)
+            answer = http.post(
+                "/console/sign-in",
+                headers={"x-forwarded-proto": proto, "cookie": f"adslot_console_csrf={token}"},
+                data={"csrf_token": csrf_of(page.text), "email": ROLE_EMAILS["viewer"], "password": PASSWORD},
+            )
+            assert answer.status_code == 303
+            cookie = next(
+                v for k, v in answer.headers.multi_items() if k == "set-cookie" and "adslot_console=" in v
+            )
+            assert "HttpOnly" in cookie and "samesite=lax" in cookie.lower() and "Path=/console" in cookie
+            assert ("Secure" in cookie) is secure
+
+
+def test_sign_out_ends_the_session_on_the_server(console_live: LiveServer) -> None:
+    http = signed_in(console_live, "viewer")
+    token = http.cookies["adslot_console"]
+    page = http.get("/console/production/")
+    assert page.status_code == 200
+    assert http.post("/console/sign-out", data={"csrf_token": csrf_of(page.text)}).status_code == 303
+    replay = httpx.get(f"{console_live.url}/console/production/", cookies={"adslot_console": token})
+    assert replay.status_code == 303
+
+
+def test_repeated_failed_sign_ins_lock_the_account_and_are_logged(
+    console_live: LiveServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    email = "locked@example.com"
+    admin = signed_in(console_live, "admin")
+    page = admin.get("/console/production/users")
+    made = admin.post(
+        "/console/production/users",
+        data={"csrf_token": csrf_of(page.text), "email": email, "role": "viewer", "password": PASSWORD},
+    )
+    assert made.status_code == 303
+    caplog.set_level(logging.WARNING, logger="adslot.console")
+    with httpx.Client(base_url=console_live.url) as http:
+        token = csrf_of(http.get("/console/sign-in").text)
+        statuses = [
+            http.post(
+                "/console/sign-in", data={"csrf_token": token, "email": email, "password": "wrong guess!"}
+            ).status_code
+            for _ in range(FREE_FAILURES + 1)
+        ]
+        assert statuses == [401] * (FREE_FAILURES - 1) + [429, 429]
+        right = http.post(
+            "/console/sign-in", data={"csrf_token": token, "email": email, "password": PASSWORD}
+        )
+        assert right.status_code == 429 and "try again in" in right.text
+    failures = [r for r in caplog.records if "sign-in failed" in r.getMessage() and email in r.getMessage()]
+    assert len(failures) == FREE_FAILURES + 2
+
+
+def test_every_console_post_without_its_csrf_token_is_refused_and_changes_nothing(
+    console_live: LiveServer,
+) -> None:
+    http = signed_in(console_live, "admin")
+    before = rows(console_live, venues), rows(console_live, audit_log)
+    posts = [r for r in ROUTES if "POST" in r.http_methods]
+    assert len(posts) >= 15
+    for route in posts:
+        path = re.sub(r"\{env_name:str\}", "production", route.paths.copy().pop())
+        path = re.sub(r"\{[a-z_]+:int\}", "1", path)
+        path = re.sub(r"\{[a-z_]+:str\}", "venue-1", path)
+        answer = http.post(path, data={"name": "forged", "status": "paused", "venue_id": "forged"})
+        assert answer.status_code == 403, path
+        assert "security token" in answer.text
+    assert (rows(console_live, venues), rows(console_live, audit_log)) == before
+
+
+def test_a_viewer_can_read_every_page_and_change_nothing(console_live: LiveServer) -> None:
+    http = signed_in(console_live, "viewer")
+    for page in PAGES:
+        answer = http.get(f"/console/production/{page}")
+        assert answer.status_code == 200, page
+        assert "Add a venue" not in answer.text and "Create key" not in answer.text
+    token = csrf_of(http.get("/console/production/").text)
+    before = rows(console_live, venues), rows(console_live, audit_log)
+    for path, data in CHANGES:
+        answer = http.post(f"/console/production/{path}", data={"csrf_token": token, **data})
+        assert answer.status_code == 403, path
+        assert "Your role (viewer) cannot do this" in answer.text
+    assert (rows(console_live, venues), rows(console_live, audit_log)) == before
+
+
+def test_a_trafficker_manages_venues_but_not_keys_or_users(console_live: LiveServer) -> None:
+    http = signed_in(console_live, "trafficker")
+    token = csrf_of(http.get("/console/production/venues/new").text)
+    made = http.post(
+        "/console/production/venues/new", data={"csrf_token": token, "venue_id": "v-traffic", "name": "Mine"}
+    )
+    assert made.status_code == 303
+    for path, data in CHANGES[-2:]:
+        assert http.post(f"/console/production/{path}", data={"csrf_token": token, **data}).status_code == 403
+
+
+def test_a_bad_venue_form_shows_the_apis_own_error_next_to_its_field_and_stores_nothing(
+    console_live: LiveServer,
+) -> None:
+    assert console_live.keys
+    http = signed_in(console_live, "admin")
+    token = csrf_of(http.get("/console/production/venues/new").text)
+    before = rows(console_live, venues)
+    form = {"venue_id": "v-bad", "name": "Bad", "latitude": "91", "timezone": "UTC"}
+    answer = http.post("/console/production/venues/new", data={"csrf_token": token, **form})
+    api = httpx.post(
+        f"{console_live.url}/api/v1/venues",
+        headers={"Ssp-Key": console_live.keys.production_admin},
+        json={"venue_id": "v-bad", "name": "Bad", "latitude": 91, "timezone": "UTC"},
+    )
+    assert api.status_code == 400
+    assert answer.status_code == 200  # the form again, with the error next to its field
+    message = api.json()["error"]["message"]
+    assert api.json()["error"]["field"] == "latitude"
+    shown = re.search(
+        r'name="latitude"[^>]*aria-invalid="true">\s*(?:<small>[^<]*</small>\s*)?'
+        r'<span class="field-error" role="alert">([^<]*)</span>',
+        answer.text,
+    )
+    assert shown and html.unescape(shown.group(1)) == message
+    assert rows(console_live, venues) == before
+
+
+def test_each_change_is_audited_with_who_before_and_after_and_never_a_keys_secret(
+    console_live: LiveServer,
+) -> None:
+    http = signed_in(console_live, "admin")
+    token = csrf_of(http.get("/console/production/venues/new").text)
+    http.post(
+        "/console/production/venues/new", data={"csrf_token": token, "venue_id": "v-aud", "name": "Before"}
+    )
+    http.post(
+        "/console/production/venues/v/v-aud", data={"csrf_token": token, "name": "After", "timezone": "UTC"}
+    )
+    made = http.post(
+        "/console/production/keys", data={"csrf_token": token, "account": "aud", "scope": "ad_request"}
+    )
+    assert made.status_code == 201
+    secret = re.search(r'id="new-key">(ssp_live_[0-9a-f]+)<', made.text)
+    assert secret
+    page = http.get("/console/production/audit").text
+    assert "venue.create" in page and "venue.update" in page and "key.create" in page
+    assert ROLE_EMAILS["admin"] in page
+    assert "&#34;name&#34;: &#34;Before&#34;" in page or "&#34;name&#34;:&#34;Before&#34;" in page
+    assert secret.group(1) not in page
+    engine = make_engine(console_live.settings.environment("production"))
+    with engine.connect() as conn:
+        stored = conn.execute(sa.select(audit_log.c.after)).scalars().all()
+    engine.dispose()
+    assert all(secret.group(1) not in (s or "") for s in stored)
+
+
+def test_any_role_may_forecast_and_a_bad_proposal_shows_the_apis_error_by_its_field(
+    console_live: LiveServer,
+) -> None:
+    http = signed_in(console_live, "viewer")
+    token = csrf_of(http.get("/console/production/forecast").text)
+    bad = http.post(
+        "/console/production/forecast",
+        data={
+            "csrf_token": token,
+            "advertiser_id": "1",
+            "name": "Proposal",
+            "start_at": "2027-01-02T00:00",
+            "end_at": "2027-01-01T00:00",
+            "creative.width": "1920",
+            "creative.height": "1080",
+            "creative.duration_seconds": "0",
+            "creative.mime_type": "video/mp4",
+        },
+    )
+    assert bad.status_code == 200
+    assert re.search(r'name="creative.duration_seconds"[^>]*aria-invalid="true"', bad.text)
+    assert "Forecast result" not in bad.text
+    made = http.post(
+        "/console/production/forecast",
+        data={"csrf_token": token, "campaign_id": "1", "hours": "2"},
+    )
+    assert made.status_code == 200 and 'aria-label="Forecast result"' in made.text
