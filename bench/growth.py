@@ -72,6 +72,7 @@ def generate(
             None,  # claims: holds no reservations
             expires + SETTLE_GRACE_SECONDS,  # settled_at
             "played" if played else "expired",  # settle_reason
+            None,  # key_id: preloaded rows belong to no key
             ALL_WRAPPER_FIRES if played else 0,  # fired
         )
         assert len(row) == len(LOAD_COLUMNS)

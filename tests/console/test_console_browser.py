@@ -59,6 +59,7 @@ class Browser:
             executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
         )
         self.context = self.browser.new_context(viewport={"width": 1280, "height": 900})
+        self.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live.url)
         self.requested: list[str] = []
         self.problems: list[str] = []
         self.context.on("request", lambda request: self.requested.append(request.url))
@@ -133,6 +134,15 @@ def test_an_admin_runs_the_business_from_the_console(browser: Browser, live: Liv
     page.get_by_role("button", name="Add screen").click()
     expect(page.get_by_role("link", name="s1", exact=True)).to_be_visible()
     page.screenshot(path=str(shots / "venue.png"), full_page=True)
+    page.get_by_role("link", name="s1", exact=True).click()
+    page.fill("input[name=max_duration_seconds]", "abc")
+    page.get_by_role("button", name="Save screen").click()
+    expect(
+        page.locator("label.invalid", has=page.locator("input[name=max_duration_seconds]"))
+    ).to_be_visible()
+    page.fill("input[name=max_duration_seconds]", "30")
+    page.get_by_role("button", name="Save screen").click()
+    expect(page.get_by_role("row", name="s1")).to_contain_text("30 s")
 
     # A CSV with bad lines: each problem shown by line, nothing stored.
     nav(page, "Venues")
@@ -175,6 +185,16 @@ def test_an_admin_runs_the_business_from_the_console(browser: Browser, live: Liv
     page.get_by_role("button", name="Create campaign").click()
     expect(page.get_by_role("heading", name="Console launch")).to_be_visible()
     campaign_url = page.url
+    page.get_by_role("button", name="Pause").click()
+    expect(page.locator("h1 .badge")).to_have_text("paused")
+    page.get_by_role("button", name="Resume").click()
+    expect(page.locator("h1 .badge")).to_have_text("active")
+    page.get_by_role("link", name="Edit rules").click()
+    assert page.is_checked("input[name='dayparts[0].days.sun']")
+    assert page.input_value("input[name='caps[0].limit']") == "500"
+    page.fill("input[name='frequency.per_hour']", "12")
+    page.get_by_role("button", name="Save campaign").click()
+    expect(page.get_by_role("row", name="Frequency, separation")).to_contain_text("12/h")
 
     # A creative, with its preview.
     page.fill("form[action$='/creatives'] input[name=name]", "Launch 10s")
@@ -192,6 +212,9 @@ def test_an_admin_runs_the_business_from_the_console(browser: Browser, live: Liv
     page.get_by_role("button", name="Create key").click()
     key = page.locator("#new-key").inner_text().strip()
     assert key.startswith("ssp_live_")
+    page.get_by_role("button", name="Copy").click()
+    expect(page.get_by_role("button", name="Copied")).to_be_visible()
+    assert page.evaluate("navigator.clipboard.readText()") == key
     page.screenshot(path=str(shots / "keys.png"), full_page=True)
     with httpx.Client(base_url=live.url, timeout=10) as http:
         answer = http.post(
@@ -218,7 +241,9 @@ def test_an_admin_runs_the_business_from_the_console(browser: Browser, live: Liv
     nav(page, "Reports")
     page.check("input[name=by_campaign]")
     page.get_by_role("button", name="Show report").click()
-    row = page.locator("table.report tbody tr").first
+    row = page.locator(
+        "table.report tbody tr", has=page.get_by_role("cell", name=campaign_url.rsplit("/", 1)[1], exact=True)
+    )
     expect(row).to_be_visible()
     assert page.locator("svg.chart").count() == 1
     page.screenshot(path=str(shots / "reports.png"), full_page=True)

@@ -232,3 +232,58 @@ def test_any_role_may_forecast_and_a_bad_proposal_shows_the_apis_error_by_its_fi
         data={"csrf_token": token, "campaign_id": "1", "hours": "2"},
     )
     assert made.status_code == 200 and 'aria-label="Forecast result"' in made.text
+
+
+def test_an_admin_sets_a_password_and_disables_a_user_from_the_console_and_their_sessions_end(
+    console_live: LiveServer,
+) -> None:
+    admin = signed_in(console_live, "admin")
+    token = csrf_of(admin.get("/console/production/users").text)
+    email = "session@example.com"
+    made = admin.post(
+        "/console/production/users",
+        data={"csrf_token": token, "email": email, "role": "viewer", "password": PASSWORD},
+    )
+    assert made.status_code == 303
+    page = admin.get("/console/production/users").text
+    found = re.findall(
+        r'/console/production/users/(\d+)/disable"[^>]*><input[^>]*><button[^>]*aria-label="Disable ([^"]+)"',
+        page,
+    )
+    ids = {mail: number for number, mail in found}
+    assert email in ids, found
+    with httpx.Client(base_url=console_live.url) as victim:
+        sign_in = victim.get("/console/sign-in")
+        victim.post(
+            "/console/sign-in",
+            data={"csrf_token": csrf_of(sign_in.text), "email": email, "password": PASSWORD},
+        )
+        assert victim.get("/console/production/").status_code == 200
+        short = admin.post(
+            f"/console/production/users/{ids[email]}/password",
+            data={"csrf_token": token, "password": "short"},
+        )
+        assert "10 to 1024 characters" in short.text
+        assert victim.get("/console/production/").status_code == 200
+        reset = admin.post(
+            f"/console/production/users/{ids[email]}/password",
+            data={"csrf_token": token, "password": "a brand new password"},
+        )
+        assert f"Password of {email} set" in reset.text
+        assert victim.get("/console/production/").status_code == 303
+    with httpx.Client(base_url=console_live.url) as again:
+        sign_in = again.get("/console/sign-in")
+        again.post(
+            "/console/sign-in",
+            data={"csrf_token": csrf_of(sign_in.text), "email": email, "password": "a brand new password"},
+        )
+        assert again.get("/console/production/").status_code == 200
+        assert (
+            admin.post(
+                f"/console/production/users/{ids[email]}/disable", data={"csrf_token": token}
+            ).status_code
+            == 303
+        )
+        assert again.get("/console/production/").status_code == 303
+    assert "session@example.com</td><td>viewer</td>" in admin.get("/console/production/users").text
+    assert 'class="badge disabled"' in admin.get("/console/production/users").text

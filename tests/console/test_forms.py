@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adslot.campaigns.schemas import CampaignIn
+from adslot.campaigns.schemas import CampaignIn, TargetingRules
 from adslot.console.forms import decode, error_for, utc_input, utc_time, words
 from adslot.console.pages.campaigns import campaign_body, campaign_form, campaign_patch
 from adslot.errors import ApiError
@@ -84,7 +84,8 @@ def test_a_stored_campaign_round_trips_through_its_edit_form() -> None:
 
 def test_a_blank_rule_in_an_edit_clears_it_as_a_patch_with_null_does() -> None:
     patch = campaign_patch({"name": "x", "start_at": "", "cpm": ""})
-    assert patch.cpm is None and patch.targeting is None and patch.frequency is None
+    assert patch.cpm is None and patch.exclusions is None and patch.frequency is None
+    assert patch.targeting == TargetingRules()
     assert patch.all_venues is True
 
 

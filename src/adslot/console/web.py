@@ -220,6 +220,7 @@ def render(
     user: User | None = getattr(request.state, "user", None)
     console = console_of(request)
     page = request.url.path.removeprefix(ROOT + "/" + env.name if env else ROOT).strip("/")
+    context.setdefault("error", None)  # the forms' shared fields look for it
     html = TEMPLATES.get_template(template).render(
         user=user,
         env=env,

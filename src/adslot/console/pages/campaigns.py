@@ -118,8 +118,16 @@ def campaign_body(form: Form) -> dict[str, Any]:
     )
 
 
-CLEARABLE = ("targeting", "exclusions", "cpm", "frequency", "share_of_voice")
-"""The members a PATCH clears with null: a blank in the edit form clears them."""
+CLEARED: dict[str, Any] = {
+    "targeting": {},
+    "exclusions": None,
+    "cpm": None,
+    "frequency": None,
+    "share_of_voice": None,
+}
+"""What a blank in the edit form sends: null clears a member, as a PATCH with null does; targeting is
+cleared criterion by criterion instead, since a null targeting would also set the venue list (to every
+venue), which the form gives apart."""
 
 
 def campaign_patch(form: Form) -> CampaignPatch:
@@ -127,7 +135,7 @@ def campaign_patch(form: Form) -> CampaignPatch:
     body = campaign_body(form)
     body.pop("advertiser_id", None)
     venues = body.pop("venue_ids", None)
-    body = {name: None for name in CLEARABLE} | body
+    body = CLEARED | body
     body["all_venues"] = venues is None
     if venues is not None:
         body["venue_ids"] = venues

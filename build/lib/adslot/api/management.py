@@ -1,0 +1,264 @@
+"""The management API (admin permission): advertisers, campaigns, creatives, venues and screens."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Controller, Request, get, patch, post
+from litestar.connection import ASGIConnection
+from litestar.handlers.base import BaseRouteHandler
+from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, RequestBody, Schema
+from litestar.params import JSONBody, PathParameter
+
+from adslot.api.adapters import env_of
+from adslot.api.auth import authenticate
+from adslot.api.docs import error_spec
+from adslot.api.hot_routes import documented
+from adslot.api.strict_body import strict_body
+from adslot.auth.keys import SCOPE_ADMIN
+from adslot.campaigns import repository as campaigns_repo
+from adslot.campaigns.schemas import (
+    Advertiser,
+    AdvertiserIn,
+    Campaign,
+    CampaignIn,
+    CampaignPatch,
+    Creative,
+    CreativeIn,
+    CreativePatch,
+)
+from adslot.environment import Environment
+from adslot.errors import ApiError
+from adslot.inventory import repository as inventory_repo
+from adslot.inventory.csv_import import MAX_CSV_BYTES, MAX_CSV_ROWS, check_csv_content_type, import_venues
+from adslot.inventory.schemas import (
+    ImportResult,
+    Screen,
+    ScreenIn,
+    ScreenPatch,
+    Venue,
+    VenueIn,
+    VenuePatch,
+)
+
+
+async def admin_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+    env: Environment = connection.app.state.env
+    await authenticate(env, connection.headers.get("ssp-key"), SCOPE_ADMIN)
+
+
+ERRORS = {
+    400: error_spec("Invalid input."),
+    401: error_spec("Missing or invalid key."),
+    403: error_spec("The key lacks the admin permission."),
+}
+WRITE_ERRORS = {
+    **ERRORS,
+    404: error_spec("Not found."),
+    409: error_spec("Already exists."),
+    422: error_spec("Refers to something unknown or inconsistent."),
+    415: error_spec("The body must be `Content-Type: application/json` (UTF-8), with no Content-Encoding."),
+}
+READ_ERRORS = {**ERRORS, 404: error_spec("Not found.")}
+# The key is checked by admin_guard, before any parameter is read; the SspKey security scheme documents it.
+# Ids are 32-bit in every supported database (PostgreSQL INTEGER): a larger one names nothing, and would make
+# the driver raise rather than find no row.
+MAX_ID = 2**31 - 1
+CampaignId = Annotated[int, PathParameter(description="The campaign's id", ge=1, le=MAX_ID)]
+CreativeId = Annotated[int, PathParameter(description="The creative's id", ge=1, le=MAX_ID)]
+VenueId = Annotated[str, PathParameter(description="Your identifier of the venue")]
+ScreenId = Annotated[str, PathParameter(description="Your identifier of the screen in the venue")]
+IMPORT_ERRORS = {
+    **ERRORS,
+    400: error_spec(
+        "Bad CSV: `error.code` is invalid_csv, `error.field` names the first problem (`line N: column`) and "
+        "`error.details` lists every problem found (line, column, code, message). Nothing is stored."
+    ),
+    413: error_spec(f"Body larger than {MAX_CSV_BYTES} bytes, or more than {MAX_CSV_ROWS} rows."),
+    415: error_spec("The body must be `Content-Type: text/csv` (UTF-8)."),
+}
+CSV_COLUMNS = (
+    "venue_id, name, timezone, latitude, longitude, venue_type, tags (separated by `;`), country, region, "
+    "city, impressions_per_play; optionally screen_id, screen_name, width, height, orientation, mime_types "
+    "(separated by `;`), max_duration_seconds"
+)
+CSV_BODY = RequestBody(
+    required=True,
+    description=(
+        "UTF-8 CSV with a header row naming its columns, any of: "
+        f"{CSV_COLUMNS}. One row per screen; a venue's columns may be repeated or left blank on its further "
+        "rows. Venues and screens are created or updated (a blank cell leaves an existing value as it is), "
+        "all or nothing."
+    ),
+    content={
+        "text/csv": OpenAPIMediaType(
+            schema=Schema(
+                type=OpenAPIType.STRING,
+                examples=[
+                    "venue_id,name,timezone,country,screen_id,width,height\n"
+                    "lobby,Main lobby,Europe/Berlin,DE,s1,1920,1080\n"
+                ],
+            )
+        )
+    },
+)
+
+
+class ImportEnvelope(msgspec.Struct):
+    status: int
+    data: ImportResult
+
+
+class AdvertiserController(Controller):
+    path = "/api/v1/advertisers"
+    tags = ("management",)
+    guards = (admin_guard, strict_body)
+    security = ({"SspKey": []},)
+
+    @get(operation_id="listAdvertisers", summary="List advertisers", responses=ERRORS)
+    async def list(self, request: Request[Any, Any, Any]) -> list[Advertiser]:
+        return await env_of(request).run_sync(campaigns_repo.list_advertisers)
+
+    @post(operation_id="createAdvertiser", summary="Create an advertiser", responses=WRITE_ERRORS)
+    async def create(self, request: Request[Any, Any, Any], data: JSONBody[AdvertiserIn]) -> Advertiser:
+        return await env_of(request).run_sync(lambda c: campaigns_repo.create_advertiser(c, data), write=True)
+
+
+class CampaignController(Controller):
+    path = "/api/v1/campaigns"
+    tags = ("management",)
+    guards = (admin_guard, strict_body)
+    security = ({"SspKey": []},)
+
+    @get(operation_id="listCampaigns", summary="List campaigns", responses=ERRORS)
+    async def list(self, request: Request[Any, Any, Any]) -> list[Campaign]:
+        return await env_of(request).run_sync(campaigns_repo.list_campaigns)
+
+    @post(operation_id="createCampaign", summary="Create a campaign", responses=WRITE_ERRORS)
+    async def create(self, request: Request[Any, Any, Any], data: JSONBody[CampaignIn]) -> Campaign:
+        if data.advertiser_id > MAX_ID:
+            raise ApiError(422, "unknown_advertiser", f"no advertiser {data.advertiser_id}", "advertiser_id")
+        return await env_of(request).run_sync(lambda c: campaigns_repo.create_campaign(c, data), write=True)
+
+    @get("/{campaign_id:int}", operation_id="getCampaign", summary="Get a campaign", responses=READ_ERRORS)
+    async def get(self, request: Request[Any, Any, Any], campaign_id: CampaignId) -> Campaign:
+        return await env_of(request).run_sync(lambda c: campaigns_repo.get_campaign(c, campaign_id))
+
+    @patch(
+        "/{campaign_id:int}",
+        operation_id="updateCampaign",
+        summary="Update a campaign",
+        responses=WRITE_ERRORS,
+    )
+    async def update(
+        self, request: Request[Any, Any, Any], campaign_id: CampaignId, data: JSONBody[CampaignPatch]
+    ) -> Campaign:
+        return await env_of(request).run_sync(
+            lambda c: campaigns_repo.update_campaign(c, campaign_id, data), write=True
+        )
+
+    @post(
+        "/{campaign_id:int}/creatives",
+        operation_id="addCreative",
+        summary="Add a creative to a campaign",
+        responses=WRITE_ERRORS,
+    )
+    async def add_creative(
+        self, request: Request[Any, Any, Any], campaign_id: CampaignId, data: JSONBody[CreativeIn]
+    ) -> Creative:
+        return await env_of(request).run_sync(
+            lambda c: campaigns_repo.add_creative(c, campaign_id, data), write=True
+        )
+
+    @patch(
+        "/{campaign_id:int}/creatives/{creative_id:int}",
+        operation_id="updateCreative",
+        summary="Pause, resume, rename or reweigh a creative",
+        responses=WRITE_ERRORS,
+    )
+    async def update_creative(
+        self,
+        request: Request[Any, Any, Any],
+        campaign_id: CampaignId,
+        creative_id: CreativeId,
+        data: JSONBody[CreativePatch],
+    ) -> Creative:
+        return await env_of(request).run_sync(
+            lambda c: campaigns_repo.update_creative(c, campaign_id, creative_id, data), write=True
+        )
+
+
+class VenueController(Controller):
+    path = "/api/v1/venues"
+    tags = ("management",)
+    guards = (admin_guard, strict_body)
+    security = ({"SspKey": []},)
+
+    @get(operation_id="listVenues", summary="List venues", responses=ERRORS)
+    async def list(self, request: Request[Any, Any, Any]) -> list[Venue]:
+        return await env_of(request).run_sync(inventory_repo.list_venues)
+
+    @post(operation_id="createVenue", summary="Register a venue", responses=WRITE_ERRORS)
+    async def create(self, request: Request[Any, Any, Any], data: JSONBody[VenueIn]) -> Venue:
+        return await env_of(request).run_sync(lambda c: inventory_repo.create_venue(c, data), write=True)
+
+    @get("/{venue_id:str}", operation_id="getVenue", summary="Get a venue", responses=READ_ERRORS)
+    async def get(self, request: Request[Any, Any, Any], venue_id: VenueId) -> Venue:
+        return await env_of(request).run_sync(lambda c: inventory_repo.get_venue(c, venue_id))
+
+    @patch("/{venue_id:str}", operation_id="updateVenue", summary="Update a venue", responses=WRITE_ERRORS)
+    async def update(
+        self, request: Request[Any, Any, Any], venue_id: VenueId, data: JSONBody[VenuePatch]
+    ) -> Venue:
+        return await env_of(request).run_sync(
+            lambda c: inventory_repo.update_venue(c, venue_id, data), write=True
+        )
+
+    @post(
+        "/{venue_id:str}/screens",
+        operation_id="addScreen",
+        summary="Add a screen to a venue",
+        responses=WRITE_ERRORS,
+    )
+    async def add_screen(
+        self, request: Request[Any, Any, Any], venue_id: VenueId, data: JSONBody[ScreenIn]
+    ) -> Screen:
+        return await env_of(request).run_sync(
+            lambda c: inventory_repo.add_screen(c, venue_id, data), write=True
+        )
+
+    @patch(
+        "/{venue_id:str}/screens/{screen_id:str}",
+        operation_id="updateScreen",
+        summary="Update a screen",
+        responses=WRITE_ERRORS,
+    )
+    async def update_screen(
+        self,
+        request: Request[Any, Any, Any],
+        venue_id: VenueId,
+        screen_id: ScreenId,
+        data: JSONBody[ScreenPatch],
+    ) -> Screen:
+        return await env_of(request).run_sync(
+            lambda c: inventory_repo.update_screen(c, venue_id, screen_id, data), write=True
+        )
+
+    @post(
+        "/import",
+        operation_id="importVenues",
+        summary="Create or update venues and screens from a CSV file",
+        status_code=200,
+        responses=IMPORT_ERRORS,
+        request_max_body_size=MAX_CSV_BYTES,
+        operation_class=documented(request_body=CSV_BODY),
+    )
+    async def import_csv(self, request: Request[Any, Any, Any]) -> ImportEnvelope:
+        check_csv_content_type(request.headers.get("content-type"))
+        body = await request.body()
+        result = await env_of(request).run_sync(lambda c: import_venues(c, body), write=True)
+        return ImportEnvelope(200, result)
+
+
+MANAGEMENT_CONTROLLERS = [AdvertiserController, CampaignController, VenueController]

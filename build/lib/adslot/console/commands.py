@@ -1,0 +1,114 @@
+"""`adslot users ...`: console accounts, managed from the shell (the first admin has no console yet)."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import sys
+from collections.abc import Callable
+from typing import TypeVar
+
+import click
+import sqlalchemy as sa
+
+from adslot.console import audit, users
+from adslot.console.roles import ROLES
+
+T = TypeVar("T")
+
+
+def cli_actor() -> str:
+    """Who the audit log names for a change made with the CLI."""
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):
+        return f"cli:uid {os.getuid()}"
+
+
+def _password(from_stdin: bool) -> str:
+    if from_stdin:
+        return sys.stdin.readline().rstrip("\r\n")
+    return str(click.prompt("Password", hide_input=True, confirmation_prompt=True))
+
+
+def audited(
+    action: str,
+    target: str,
+    fn: Callable[[sa.Connection], T],
+    *,
+    after: Callable[[T], object] | None = None,
+) -> Callable[[sa.Connection], T]:
+    """fn with its audit entry, written in its transaction (`after` picks what to log of the result: never
+    a key's plaintext)."""
+
+    def apply(conn: sa.Connection) -> T:
+        result = fn(conn)
+        audit.record(conn, cli_actor(), action, target, None, result if after is None else after(result))
+        return result
+
+    return apply
+
+
+@click.group("users")
+def users_group() -> None:
+    """Console users (stored with the production database)."""
+
+
+@users_group.command("create")
+@click.option("--email", required=True)
+@click.option("--role", required=True, type=click.Choice(ROLES))
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input's first line.")
+def users_create(email: str, role: str, password_stdin: bool) -> None:
+    """Create a console user; the password is asked for (twice) unless given on standard input."""
+    from adslot.cli import run_on
+
+    password = _password(password_stdin)
+    user = run_on(
+        "production",
+        audited("user.create", f"user {email}", lambda c: users.create_user(c, email, role, password)),
+        write=True,
+        catalog=False,
+    )
+    click.echo(f"user {user.email} ({user.role}) created; sign in at /console")
+
+
+@users_group.command("list")
+def users_list() -> None:
+    """List console users."""
+    from adslot.cli import run_on
+
+    for user in run_on("production", users.list_users):
+        state = "disabled" if user.disabled_at else "active"
+        click.echo(f"{user.id}\t{user.email}\t{user.role}\t{state}")
+
+
+@users_group.command("disable")
+@click.option("--email", required=True)
+def users_disable(email: str) -> None:
+    """Disable a user: their sessions end at once and they can no longer sign in."""
+    from adslot.cli import run_on
+
+    run_on(
+        "production",
+        audited("user.disable", f"user {email}", lambda c: users.disable_user(c, email)),
+        write=True,
+        catalog=False,
+    )
+    click.echo(f"user {email} disabled")
+
+
+@users_group.command("set-password")
+@click.option("--email", required=True)
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input's first line.")
+def users_set_password(email: str, password_stdin: bool) -> None:
+    """Set a user's password; it also unlocks the account and ends its sessions."""
+    from adslot.cli import run_on
+
+    password = _password(password_stdin)
+    run_on(
+        "production",
+        audited("user.set-password", f"user {email}", lambda c: users.set_password(c, email, password)),
+        write=True,
+        catalog=False,
+    )
+    click.echo(f"password of {email} set")

@@ -1,0 +1,204 @@
+"""Health (each integration's go-live criteria) and Forecast (a campaign simulated before it is sold)."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio.to_thread
+from litestar import Request, Response, get, post
+from litestar.params import PathParameter
+
+from adslot.campaigns import repository as campaigns_repo
+from adslot.campaigns.schemas import DAYS, CampaignIn, CreativeIn
+from adslot.console.charts import Series, line_chart
+from adslot.console.figures import DAY, hour_floor
+from adslot.console.forms import decode, number, text, utc_input
+from adslot.console.pages.campaigns import CAP_ROWS, DAYPART_ROWS, RULE_SETS, campaign_body
+from adslot.console.web import ROOT, console_of, render
+from adslot.environment import Environment
+from adslot.errors import ApiError
+from adslot.reporting import health
+from adslot.settings import EnvironmentSettings
+from adslot.simulation.forecast import (
+    MAX_HOURS,
+    ExistingCampaign,
+    ForecastReport,
+    NewCampaign,
+    Proposal,
+    forecast,
+)
+from adslot.storage.database import make_engine, read_transaction
+
+EnvName = Annotated[str, PathParameter()]
+CRITERIA_LABELS = {
+    health.FILL: "Ad requests answered with a VAST",
+    health.PLAYED: "Ads played",
+    health.POP_ON_TIME: "PoPs within 60 minutes of play",
+    health.QUARTILES: "Plays with all five quartile events",
+    health.VOLUME: "Last hour's requests against its hourly average",
+}
+
+
+@get(ROOT + "/{env_name:str}/health", include_in_schema=False)
+async def health_page(request: Request[Any, Any, Any], env_name: EnvName) -> Response[str]:
+    env = console_of(request).env(env_name)
+    now = int(time.time())
+    found = await env.run_sync(lambda c: health.integration_health(c, now))
+    return render(
+        request,
+        "health.html",
+        env=env,
+        title="Integration health",
+        integrations=found,
+        labels=CRITERIA_LABELS,
+        days=health.DEFAULT_DAYS,
+        min_sample=health.MIN_SAMPLE,
+        min_hours=health.VOLUME_MIN_HOURS,
+    )
+
+
+def _forecast_defaults() -> dict[str, Any]:
+    now = hour_floor(int(time.time())) + 3600
+    return {
+        "start_at": utc_input(now),
+        "end_at": utc_input(now + 7 * DAY),
+        "tier": "standard",
+        "weight": 100,
+        "timezone": "UTC",
+        "pacing": "asap",
+        "status": "active",
+        "separation_minutes": 0,
+        "creative.width": 1920,
+        "creative.height": 1080,
+        "creative.duration_seconds": 15,
+        "creative.mime_type": "video/mp4",
+        "hours": 7 * 24,
+        "slot_seconds": 300,
+    }
+
+
+async def _page(
+    request: Request[Any, Any, Any],
+    env: Environment,
+    *,
+    form: dict[str, Any],
+    report: ForecastReport | None = None,
+    error: ApiError | None = None,
+) -> Response[str]:
+    advertisers = await env.run_sync(campaigns_repo.list_advertisers)
+    found = await env.run_sync(campaigns_repo.list_campaigns)
+    chart = None
+    if report is not None and report.days:
+        chart = line_chart(
+            [d.date for d in report.days],
+            [
+                Series("targeted slots", [float(d.slots) for d in report.days]),
+                Series("expected plays", [float(d.plays) for d in report.days]),
+            ],
+            title="Expected plays by day",
+        )
+    return render(
+        request,
+        "forecast.html",
+        env=env,
+        title="Forecast",
+        form=form,
+        report=report,
+        error=error,
+        chart=chart,
+        campaigns=found,
+        advertiser_options=[(a.id, a.name) for a in advertisers],
+        days=DAYS,
+        daypart_rows=range(DAYPART_ROWS),
+        cap_rows=range(CAP_ROWS),
+        rule_sets=RULE_SETS,
+        campaign=None,
+        max_hours=MAX_HOURS,
+    )
+
+
+@get(ROOT + "/{env_name:str}/forecast", include_in_schema=False)
+async def forecast_form(request: Request[Any, Any, Any], env_name: EnvName) -> Response[str]:
+    env = console_of(request).env(env_name)
+    return await _page(request, env, form=_forecast_defaults())
+
+
+def _proposal(form: dict[str, str]) -> Proposal:
+    picked = text(form, "campaign_id")
+    if picked is not None:
+        if not picked.isdigit() or len(picked) > 10:
+            raise ApiError(400, "invalid_field", "pick a campaign", "campaign_id")
+        return ExistingCampaign(int(picked))
+    campaign = decode(campaign_body(form), CampaignIn)
+    creative = {
+        "name": "forecast creative",
+        "media_url": "/media/forecast.mp4",
+        "mime_type": text(form, "creative.mime_type"),
+        "width": number(form, "creative.width"),
+        "height": number(form, "creative.height"),
+        "duration_seconds": number(form, "creative.duration_seconds"),
+    }
+    try:
+        made = decode({k: v for k, v in creative.items() if v is not None}, CreativeIn)
+    except ApiError as exc:
+        raise ApiError(exc.status, exc.code, exc.message, f"creative.{exc.field}") from exc
+    return NewCampaign(campaign, [made])
+
+
+FORECASTS = asyncio.Semaphore(1)
+"""One forecast at a time per worker: each takes a core for seconds to minutes."""
+
+
+def _run(
+    config: EnvironmentSettings, proposal: Proposal, data_dir: Path, hours: int | None, slot_seconds: int
+) -> ForecastReport:
+    engine = make_engine(config)
+    try:
+        with read_transaction(engine) as conn:
+            return forecast(conn, proposal, data_dir=data_dir, hours=hours, slot_seconds=slot_seconds)
+    finally:
+        engine.dispose()
+
+
+def in_child_process(
+    config: EnvironmentSettings, proposal: Proposal, data_dir: Path, hours: int | None, slot_seconds: int
+) -> ForecastReport:
+    """The forecast in a process of its own: it is CPU-bound for up to minutes, and in a worker's thread it
+    would hold the interpreter lock the worker's ad requests and pixels need."""
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(_run, config, proposal, data_dir, hours, slot_seconds).result()
+
+
+@post(ROOT + "/{env_name:str}/forecast", include_in_schema=False)
+async def forecast_run(request: Request[Any, Any, Any], env_name: EnvName) -> Response[str]:
+    """A forecast reads and never writes: any role may run one."""
+    env = console_of(request).env(env_name)
+    form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+    data_dir = env.settings.data_dir / "forecasts"
+    try:
+        proposal = _proposal(form)
+        hours_text = text(form, "hours")
+        slot_text = text(form, "slot_seconds")
+        if hours_text is not None and not hours_text.isdigit():
+            raise ApiError(400, "invalid_field", f"hours must be 1 to {MAX_HOURS}", "hours")
+        if slot_text is not None and not slot_text.isdigit():
+            raise ApiError(
+                400, "invalid_field", "slot_seconds must be a whole number of seconds", "slot_seconds"
+            )
+        hours = int(hours_text) if hours_text and len(hours_text) < 7 else None
+        slot_seconds = int(slot_text) if slot_text and len(slot_text) < 7 else 300
+        async with FORECASTS:
+            report = await anyio.to_thread.run_sync(
+                lambda: in_child_process(env.config, proposal, data_dir, hours, slot_seconds)
+            )
+    except ApiError as error:
+        return await _page(request, env, form=_forecast_defaults() | form, error=error)
+    return await _page(request, env, form=_forecast_defaults() | form, report=report)
+
+
+ROUTES = [health_page, forecast_form, forecast_run]

@@ -1,0 +1,414 @@
+"""The narrow interface between the ledger and a database, the SQL both dialects share, and the batch plan.
+
+A store applies a batch of operations in ONE transaction, under a write lock on the rows it touches, and
+returns one Verdict per operation; the group committer decides what goes in a batch. Dedupe rests on the
+ad request's `fired` bits (one per event and VAST layer), read and set under the write lock that the batch
+holds on the row (SQLite's database write lock; PostgreSQL's FOR UPDATE), never on a read followed by an
+unlocked write, so simultaneous duplicate pixels count once, across workers too. A first fire is one UPDATE
+of the row it counts on: no second table, no second index. The rules themselves live in resolve.py
+(Proof of Play, releases, expiry) and budget.py (reservations).
+
+Both stores run the same plan (Batch), doing only the I/O between its steps, in this order, which is also
+the order in which PostgreSQL takes its row locks, each kind in key order (so workers cannot deadlock):
+1. lock the ad requests that fires and releases name (by id); pick the expired ones to settle;
+2. resolve fires (against the fired bits just read), then releases, then the expiry settle;
+3. load the counters that issues claim and that settled ad requests move (insert missing rows, lock by key);
+4. deliver and release, then admit each issue in turn; write counters, new ad requests, row changes,
+   request_stats and key_stats (one statement or executemany each, one row per key: counts are aggregated per
+   batch);
+5. with a Settle, drop the counters whose window closed before its retention (the closes_at index);
+6. store the answer of each worker frame the batch carries (ledger_answers), so that a frame resent after
+   its writer process died is answered, not applied twice.
+Every read and write is keyed (primary key, the unsettled-expiry or the closes_at index): no scans, but for
+the Settle's pruning of ledger_answers, a table of ANSWER_SLOTS rows per worker process started in a day.
+"""
+
+from __future__ import annotations
+
+import operator
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from adslot.ledger.budget import Counter, Snapshot, admit, claim_keys, deliver, release
+from adslot.ledger.claims import claims_json, parse_claims
+from adslot.ledger.records import (
+    ANSWER_RETENTION_SECONDS,
+    ANSWER_SLOTS,
+    COLUMNS,
+    EVENT_COLUMNS,
+    ISSUE_COLUMNS,
+    AdRequest,
+    Fire,
+    Issue,
+    NoFill,
+    Operation,
+    Receipt,
+    Release,
+    Settle,
+    Verdict,
+)
+from adslot.ledger.resolve import (
+    NO_TIMES,
+    Current,
+    RowChange,
+    counter_moves,
+    resolve,
+    resolve_releases,
+    resolve_settles,
+)
+from adslot.ledger.wire import encode_verdicts
+
+TIME_COLUMNS = tuple(EVENT_COLUMNS.values())
+STATE_COLUMNS = ("id", "expires_at", *TIME_COLUMNS, "account_id", "claims", "settle_reason", "fired")
+COUNTER_COLUMNS = ("key", "cap", "reserved", "delivered", "last_at")
+HOUR = 3600
+
+
+class LedgerStore(Protocol):
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def get(self, ad_request_id: uuid.UUID) -> AdRequest | None: ...
+
+    async def get_many(self, ids: Sequence[uuid.UUID]) -> list[AdRequest | None]:
+        """Each id's ad request or None, in order: one round trip for many concurrent readers."""
+        ...
+
+    async def apply(self, operations: Sequence[Operation]) -> list[Verdict]: ...
+
+
+class DatabaseLedgerStore(LedgerStore, Protocol):
+    """A store on the database itself, as the writer process runs it: it also keeps each frame's answer."""
+
+    async def apply_frames(self, operations: Sequence[Operation], receipts: Sequence[Receipt]) -> list[bytes]:
+        """apply(), which also stores each receipt's answer frame in the same transaction and returns them;
+        AlreadyAnswered (and nothing written) when one of them was stored before."""
+        ...
+
+    async def answer(self, client: bytes, seq: int) -> bytes | None:
+        """The answer stored for frame `seq` of worker `client`, or None if no batch carrying it committed."""
+        ...
+
+
+def answer_rows(
+    receipts: Sequence[Receipt], verdicts: Sequence[Verdict]
+) -> list[tuple[bytes, int, int, int, bytes]]:
+    """(client, slot, seq, at, answer) of each receipt: the frame its worker would have received."""
+    return [
+        (r.client, r.seq % ANSWER_SLOTS, r.seq, r.at, encode_verdicts(verdicts[r.start : r.stop]))
+        for r in receipts
+    ]
+
+
+def answer_of(row: Sequence[Any] | None, seq: int) -> bytes | None:
+    """The answer in an ANSWER row if it is frame `seq`'s; the slot may hold an earlier frame's, or none."""
+    return bytes(row[1]) if row is not None and row[0] == seq else None
+
+
+_ACCOUNT = 1 + len(TIME_COLUMNS)
+"""Where account_id sits in a STATE_COLUMNS row without its id: expires_at, the event times, then it."""
+
+
+def current_of(row: Sequence[object]) -> Current:
+    """A STATE_COLUMNS row (without its id) as the resolver's view of it; every unfired one shares
+    NO_TIMES, so the writer's memory of them holds one tuple, not one each."""
+    times = tuple(row[1:_ACCOUNT])
+    return Current(
+        int(row[0]),  # type: ignore[call-overload]
+        NO_TIMES if times == NO_TIMES else times,  # type: ignore[arg-type]
+        int(row[_ACCOUNT]),  # type: ignore[call-overload]
+        row[_ACCOUNT + 1],  # type: ignore[arg-type]
+        row[_ACCOUNT + 2],  # type: ignore[arg-type]
+        int(row[_ACCOUNT + 3]),  # type: ignore[call-overload]
+    )
+
+
+def change_values(change: RowChange, *, settlement: bool = True) -> tuple[object, ...]:
+    """(time per event column or None, [settled_at, settle_reason,] duplicates, late fires, fired bits):
+    UPDATE order."""
+    times = change.set_times
+    if settlement:
+        return (
+            *[times.get(c) for c in TIME_COLUMNS],
+            change.settled_at,
+            change.settle_reason,
+            change.duplicates,
+            change.late,
+            change.fired,
+        )
+    return (*[times.get(c) for c in TIME_COLUMNS], change.duplicates, change.late, change.fired)
+
+
+_ISSUE_FIELDS = operator.attrgetter(*(c for c in ISSUE_COLUMNS if c != "claims"))
+assert ISSUE_COLUMNS[-1] == "claims", "issue_values appends the claims column last"
+
+
+def issue_values(record: AdRequest, claims: str | None) -> tuple[object, ...]:
+    """The INSERT row of an admitted ad request, with the claims column as admitted (one C-level getter:
+    this runs for every ad request)."""
+    return (*_ISSUE_FIELDS(record), claims)
+
+
+SET_ONCE_COLUMNS = (*TIME_COLUMNS, "settled_at", "settle_reason")
+"""The columns an UPDATE sets only where still NULL, in change_values order (the two counters follow)."""
+SELECT_ONE = f"SELECT {', '.join(COLUMNS)} FROM ad_requests WHERE id = "
+INSERT_COLUMNS = ", ".join(ISSUE_COLUMNS)
+
+
+def coalesce_set(columns: Sequence[str], value: str) -> str:
+    """SET items giving each column a value only where it is still NULL (set once, never overwritten);
+    `value` is formatted with the column's name as `c`: "?" or "c.{c}". Empty for no columns."""
+    return ", ".join(f"{c} = COALESCE(ad_requests.{c}, {value.format(c=c)})" for c in columns)
+
+
+def set_items(*items: str) -> str:
+    """A SET list of these items, leaving out the empty ones (coalesce_set() of no columns)."""
+    return ", ".join(item for item in items if item)
+
+
+COUNTER_SET = (
+    "duplicate_count = ad_requests.duplicate_count + {dups}, late_count = ad_requests.late_count + {late}"
+)
+FIRED_SET = "fired = ad_requests.fired | {fired}"
+"""Adds the bits of the batch's first fires; a bit once set is never cleared."""
+DUE_WHERE = "settled_at IS NULL AND expires_at < {before} ORDER BY expires_at LIMIT {limit}"
+"""Expired, unsettled ad requests, oldest first: exactly the partial index ix_ad_requests_unsettled_expiry."""
+PRUNE_WHERE = "closes_at < {before} AND reserved = 0 ORDER BY closes_at LIMIT {limit}"
+"""Closed counters past their retention that hold nothing, oldest first: a range of the closes_at index. A
+counter still holding a reservation is kept until the sweep settles the ad request that holds it."""
+ANSWER_COLUMNS = "client, slot, seq, at, answer"
+SAVE_ANSWER_SET = (
+    "ON CONFLICT (client, slot) DO UPDATE SET seq = excluded.seq, at = excluded.at, answer = excluded.answer "
+    "WHERE ledger_answers.seq < excluded.seq"
+)
+"""Writes nothing for a frame already answered (a resend of a committed one): the store checks the count."""
+ANSWER = "SELECT seq, answer FROM ledger_answers WHERE client = {client} AND slot = {slot}"
+PRUNE_ANSWERS = "DELETE FROM ledger_answers WHERE at < {before}"
+STATS_UPSERT_SET = (
+    "requests = request_stats.requests + excluded.requests, fills = request_stats.fills + excluded.fills"
+)
+KEY_STATS_UPSERT_SET = (
+    "requests = key_stats.requests + excluded.requests, fills = key_stats.fills + excluded.fills"
+)
+
+
+@dataclass(slots=True)
+class Batch:
+    """One batch's plan and state; pure: the store feeds it what it read and writes what it returns."""
+
+    operations: Sequence[Operation]
+    issues: list[Issue] = field(default_factory=list)
+    fires: list[Fire] = field(default_factory=list)
+    releases: list[Release] = field(default_factory=list)
+    settles: list[Settle] = field(default_factory=list)
+    no_fills: list[NoFill] = field(default_factory=list)
+    current: dict[uuid.UUID, Current] = field(default_factory=dict)
+    changes: dict[uuid.UUID, RowChange] = field(default_factory=dict)
+    fire_verdicts: list[Verdict] = field(default_factory=list)
+    release_verdicts: list[Verdict] = field(default_factory=list)
+    settled: int = 0
+    released_claims: list[str] = field(default_factory=list)
+    delivered_claims: list[str] = field(default_factory=list)
+    counters: dict[str, Counter] = field(default_factory=dict)
+    original: dict[str, Snapshot] = field(default_factory=dict)
+    issue_verdicts: list[Verdict] = field(default_factory=list)
+    admitted: list[tuple[AdRequest, str | None]] = field(default_factory=list)
+    """Ad requests to insert, each with its claims column as admitted."""
+
+    @classmethod
+    def of(cls, operations: Sequence[Operation]) -> Batch:
+        batch = cls(operations)
+        for op in operations:
+            if isinstance(op, Fire):
+                batch.fires.append(op)
+            elif isinstance(op, Issue):
+                batch.issues.append(op)
+            elif isinstance(op, Release):
+                batch.releases.append(op)
+            elif isinstance(op, Settle):
+                batch.settles.append(op)
+            else:
+                batch.no_fills.append(op)
+        return batch
+
+    # -- step 1 ------------------------------------------------------------------------------------------
+
+    def named_ids(self) -> list[uuid.UUID]:
+        """The ad requests fires and releases name, each once (PostgreSQL orders its locks in SQL)."""
+        ids = {f.ad_request_id for f in self.fires}
+        if self.releases:
+            ids.update(r.ad_request_id for r in self.releases)
+        return list(ids)
+
+    def due(self) -> tuple[int, int] | None:
+        """(expired before, at most how many) for the expiry settle, or None without a Settle."""
+        if not self.settles:
+            return None
+        return max(s.now - s.grace for s in self.settles), max(s.limit for s in self.settles)
+
+    def prune(self) -> tuple[int, int] | None:
+        """(closed before, at most how many) for dropping counters, or None without a Settle (step 5)."""
+        if not self.settles:
+            return None
+        return min(s.now - s.retention for s in self.settles), max(s.limit for s in self.settles)
+
+    def answers_before(self) -> int | None:
+        """Drop answers sent before this, or None without a Settle (step 6)."""
+        if not self.settles:
+            return None
+        return min(s.now for s in self.settles) - ANSWER_RETENTION_SECONDS
+
+    # -- step 2 ------------------------------------------------------------------------------------------
+
+    def resolve(self, due: Sequence[uuid.UUID]) -> None:
+        """Fires first (an impression counted now makes a release `played`), then releases, then expiry."""
+        if self.fires:
+            self.fire_verdicts, self.changes = resolve(self.fires, self.current)
+        if self.releases:
+            self.release_verdicts = resolve_releases(self.releases, self.current, self.changes)
+        if due:
+            self.settled = resolve_settles(due, self.current, self.changes, self.settles[0].now)
+        self.delivered_claims, self.released_claims = counter_moves(self.current, self.changes)
+
+    # -- step 3 ------------------------------------------------------------------------------------------
+
+    def counter_keys(self) -> list[str]:
+        """Every counter this batch may read or write, each once, sorted so a batch's statements are
+        deterministic (PostgreSQL takes the row locks in its own ORDER BY key, the same for every worker)."""
+        keys: set[str] = set()
+        for issue in self.issues:
+            if issue.claims:
+                keys.update(claim_keys(issue.claims))
+        for text in (*self.delivered_claims, *self.released_claims):
+            keys.update(key for key, _ in parse_claims(text))
+        return sorted(keys)
+
+    def load(self, rows: Sequence[Sequence[object]]) -> None:
+        """Counter rows as read under the lock: (key, cap, reserved, delivered, last_at)."""
+        for key, cap, reserved, delivered, last_at in rows:
+            counter = Counter(
+                None if cap is None else int(cap),  # type: ignore[call-overload]
+                int(reserved),  # type: ignore[call-overload]
+                int(delivered),  # type: ignore[call-overload]
+                None if last_at is None else int(last_at),  # type: ignore[call-overload]
+            )
+            self.counters[str(key)] = counter
+            self.original[str(key)] = counter.snapshot()
+
+    # -- step 4 ------------------------------------------------------------------------------------------
+
+    def admit(self) -> None:
+        """Move the settled reservations, then admit the issues in submission order."""
+        for text in self.delivered_claims:
+            deliver(text, self.counters)
+        for text in self.released_claims:
+            release(text, self.counters)
+        for issue in self.issues:
+            claims = issue.claims
+            record = issue.record
+            if claims:
+                reason = admit(claims, record.play_time, self.counters)
+                if reason is not None:
+                    self.issue_verdicts.append(Verdict("rejected", reason=reason))
+                    continue
+            self.admitted.append((record, claims_json(claims) if claims else None))
+            self.issue_verdicts.append(Verdict("issued", record.expires_at))
+
+    def counter_writes(self) -> list[tuple[str, int | None, int, int, int | None]]:
+        """Counters this batch changed (or created), sorted by key, as (key, cap, reserved, delivered,
+        last_at)."""
+        writes = []
+        for key in sorted(self.counters):
+            snapshot = self.counters[key].snapshot()
+            if self.original.get(key) != snapshot:
+                writes.append((key, *snapshot))
+        return writes
+
+    def stats(self) -> list[tuple[str, str, int, int, int]]:
+        """(venue, screen or "", UTC hour of play_time, requests, fills): one row per key, sorted.
+
+        An issued ad request is a request and a fill; a no-fill is a request. A rejected Issue counts nothing:
+        its slot is retried with another campaign and ends as an issue or a NoFill, counted then.
+        """
+        rows: dict[tuple[str, str, int], list[int]] = {}
+        for record, _ in self.admitted:
+            key = (record.venue_id, record.screen_id or "", record.play_time - record.play_time % HOUR)
+            row = rows.setdefault(key, [0, 0])
+            row[0] += 1
+            row[1] += 1
+        for op in self.no_fills:
+            key = (op.venue_id, op.screen_id or "", op.play_time - op.play_time % HOUR)
+            rows.setdefault(key, [0, 0])[0] += 1
+        return [(*key, requests, fills) for key, (requests, fills) in sorted(rows.items())]
+
+    def key_stats(self) -> list[tuple[int, int, int, int]]:
+        """(API key, UTC hour of play_time, requests, fills): stats() counted per key instead of per screen,
+        one row per key and hour, sorted (PostgreSQL locks the rows in this order, after request_stats').
+        An ad request without a key (the simulator's) is left out: there is no integration to count it for.
+        """
+        rows: dict[tuple[int, int], list[int]] = {}
+        for record, _ in self.admitted:
+            if record.key_id is not None:
+                row = rows.setdefault((record.key_id, record.play_time - record.play_time % HOUR), [0, 0])
+                row[0] += 1
+                row[1] += 1
+        for op in self.no_fills:
+            if op.key_id is not None:
+                rows.setdefault((op.key_id, op.play_time - op.play_time % HOUR), [0, 0])[0] += 1
+        return [(*key, requests, fills) for key, (requests, fills) in sorted(rows.items())]
+
+    def row_changes(self) -> list[tuple[uuid.UUID, RowChange]]:
+        """The ad requests whose row this batch changes, with the change."""
+        return [(ident, change) for ident, change in self.changes.items() if change.writes]
+
+    # -- the answers -------------------------------------------------------------------------------------
+
+    def _snapshots(self, keys: Sequence[str] | set[str]) -> dict[str, Snapshot]:
+        counters = self.counters
+        return {key: counters[key].snapshot() for key in keys if key in counters}
+
+    def verdicts(self) -> list[Verdict]:
+        """One Verdict per operation, in submission order, with the counters as this batch leaves them."""
+        issues = iter(zip(self.issues, self.issue_verdicts, strict=True))
+        fires = iter(self.fire_verdicts)
+        releases = iter(self.release_verdicts)
+        settle_verdict: Verdict | None = None
+        # Each set of keys' snapshots, made once: a batch's ad requests for one campaign share theirs.
+        claimed: dict[tuple[str, ...], dict[str, Snapshot]] = {}
+        out: list[Verdict] = []
+        for op in self.operations:
+            if isinstance(op, Fire):
+                out.append(next(fires))
+            elif isinstance(op, Issue):
+                issue, verdict = next(issues)
+                if issue.claims:
+                    claim_set = tuple(claim_keys(issue.claims))
+                    counters = claimed.get(claim_set)
+                    if counters is None:
+                        counters = claimed[claim_set] = self._snapshots(claim_set)
+                    verdict = verdict._replace(counters=counters)
+                out.append(verdict)
+            elif isinstance(op, Release):
+                verdict = next(releases)
+                state = self.current.get(op.ad_request_id)
+                if verdict.outcome in ("released", "late") and state is not None and state.claims:
+                    # The worker's cache must learn at once that the units are free again, or it would keep
+                    # refusing the campaign (and the budget stay unsold) until its entry ages out.
+                    keys = {key for key, _ in parse_claims(state.claims)}
+                    verdict = verdict._replace(counters=self._snapshots(keys))
+                out.append(verdict)
+            elif isinstance(op, Settle):
+                if settle_verdict is None:
+                    moved = {
+                        key
+                        for text in (*self.released_claims, *self.delivered_claims)
+                        for key, _ in parse_claims(text)
+                    }
+                    settle_verdict = Verdict("settled", settled=self.settled, counters=self._snapshots(moved))
+                out.append(settle_verdict)
+            else:
+                out.append(Verdict("recorded"))
+        return out

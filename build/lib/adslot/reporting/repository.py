@@ -1,0 +1,226 @@
+"""The reports' SQL: SQLAlchemy Core that runs unchanged on SQLite and PostgreSQL.
+
+The database does the heavy lifting (filter by the play_time index, GROUP BY, COUNT, SUM); Python only
+folds the groups (aggregate.fold). Numbers that shape the SQL itself (time zone offsets, DST change instants,
+bucket sizes) are computed here, never taken from the request, and rendered as literals: PostgreSQL only
+recognises a GROUP BY expression as the selected one when both are the same text, which separately bound
+parameters are not.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import sqlalchemy as sa
+
+from adslot.errors import ApiError
+from adslot.reporting.aggregate import fold, grouped_table_columns
+from adslot.reporting.buckets import DAY, HOUR, Segment, offset_at, segments, whole_hours
+from adslot.reporting.query import Cursor, DeliveryQuery, PlaylogQuery
+from adslot.reporting.schemas import PLAY_COLUMNS, DeliveryReport, PlaylogPage, PlayRow
+from adslot.storage.tables import ad_requests, request_stats
+
+PLAYLOG_BATCH = 5_000
+"""Rows per query when a play log is streamed: each batch is its own short read."""
+MAX_GROUPS = 200_000
+"""Most SQL groups one delivery report may fold (a year by screen and hour could be millions): beyond it the
+report is refused with advice, rather than built in memory for minutes."""
+
+
+def _number(value: int) -> sa.ColumnElement[int]:
+    return sa.literal_column(str(int(value)), sa.BigInteger)
+
+
+def _offset(found: list[Segment]) -> sa.ColumnElement[int]:
+    """Each row's UTC offset: one constant, or a CASE over the DST change instants."""
+    if len(found) == 1:
+        return _number(found[0].offset)
+    return sa.case(
+        *(
+            (ad_requests.c.play_time < _number(following.start), _number(segment.offset))
+            for segment, following in itertools.pairwise(found)
+        ),
+        else_=_number(found[-1].offset),
+    )
+
+
+def _bounded(conn: sa.Connection, statement: sa.Select[Any]) -> list[sa.RowMapping]:
+    """The statement's groups, or 400 report_too_large when there are more than MAX_GROUPS."""
+    rows = list(conn.execute(statement.limit(MAX_GROUPS + 1)).mappings())
+    if len(rows) > MAX_GROUPS:
+        raise ApiError(
+            400,
+            "report_too_large",
+            f"the report would have more than {MAX_GROUPS:,} groups: shorten from/to, filter by campaign, "
+            "venue or screen, or group by fewer or coarser dimensions (day rather than hour)",
+            "group_by",
+        )
+    return rows
+
+
+def delivery_groups(
+    conn: sa.Connection, query: DeliveryQuery, found: list[Segment], now: int
+) -> list[dict[str, Any]]:
+    """ad_requests grouped by the report's table columns and, when grouped by time, the local wall-clock
+    hour or day (`wall`, UTC epoch seconds of the wall clock read as UTC) with its `utc_offset`."""
+    t = ad_requests.c
+    keys: list[sa.ColumnElement[Any]] = [t[name] for name in grouped_table_columns(query.group_by)]
+    size = HOUR if "hour" in query.group_by else DAY
+    offset = _offset(found)
+    varying = len(found) > 1
+    if query.by_time:
+        # One day added keeps the wall clock positive, so % floors alike in every database.
+        wall = t.play_time + offset + _number(DAY)
+        keys.append((wall - wall % _number(size)).label("wall"))
+        if varying:
+            keys.append(offset.label("utc_offset"))
+    played = t.impression_at.is_not(None)
+    released = t.settle_reason == "released"
+    expired = sa.and_(
+        t.impression_at.is_(None),
+        t.expires_at < now,
+        sa.or_(t.settle_reason.is_(None), t.settle_reason != "released"),
+    )
+    statement = (
+        sa.select(
+            *keys,
+            sa.func.count().label("fills"),
+            sa.func.count(t.impression_at).label("plays"),
+            sa.func.sum(sa.case((played, t.impressions))).label("impressions"),
+            sa.func.count(t.start_at).label("starts"),
+            sa.func.count(t.first_quartile_at).label("first_quartiles"),
+            sa.func.count(t.midpoint_at).label("midpoints"),
+            sa.func.count(t.third_quartile_at).label("third_quartiles"),
+            sa.func.count(t.complete_at).label("completes"),
+            sa.func.sum(t.late_count).label("late"),
+            sa.func.sum(t.duplicate_count).label("duplicates"),
+            sa.func.count(sa.case((expired, 1))).label("expired"),
+            sa.func.count(sa.case((released, 1))).label("released"),
+        )
+        .where(t.play_time >= query.start, t.play_time < query.end)
+        .group_by(*(key.element if isinstance(key, sa.Label) else key for key in keys))
+    )
+    if query.campaign_id is not None:
+        statement = statement.where(t.campaign_id == query.campaign_id)
+    if query.venue_id is not None:
+        statement = statement.where(t.venue_id == query.venue_id)
+    if query.screen_id is not None:
+        statement = statement.where(t.screen_id == query.screen_id)
+    groups = []
+    for row in _bounded(conn, statement):
+        group = {str(name): value for name, value in row.items()}
+        if query.by_time:
+            group["wall"] = int(group["wall"]) - DAY
+            if not varying:
+                group["utc_offset"] = found[0].offset
+        groups.append(group)
+    return groups
+
+
+def request_groups(conn: sa.Connection, query: DeliveryQuery, found: list[Segment]) -> list[dict[str, Any]]:
+    """request_stats summed per venue and screen (as grouped) and, when grouped by time, per UTC hour,
+    each hour then placed on the local wall clock (whole hours only: see aggregate.requests_attributable)."""
+    t = request_stats.c
+    keys: list[sa.ColumnElement[Any]] = [
+        t[name] for name in grouped_table_columns(query.group_by) if name in ("venue_id", "screen_id")
+    ]
+    if query.by_time:
+        keys.append(t.hour)
+    statement = (
+        sa.select(*keys, sa.func.sum(t.requests).label("requests"))
+        .where(t.hour >= query.start, t.hour < query.end)
+        .group_by(*keys)
+    )
+    if query.venue_id is not None:
+        statement = statement.where(t.venue_id == query.venue_id)
+    if query.screen_id is not None:
+        statement = statement.where(t.screen_id == query.screen_id)
+    size = HOUR if "hour" in query.group_by else DAY
+    groups = []
+    for row in _bounded(conn, statement):
+        group = {str(name): value for name, value in row.items()}
+        if query.by_time:
+            offset = offset_at(found, int(group["hour"]))
+            wall = int(group["hour"]) + offset
+            group |= {"wall": wall - wall % size, "utc_offset": offset}
+        groups.append(group)
+    return groups
+
+
+def requests_attributable(query: DeliveryQuery, found: list[Segment]) -> bool:
+    """request_stats counts requests per venue, screen and UTC hour, before a campaign is chosen: they fit a
+    report only when it is not split or filtered by campaign or creative, and every boundary it needs (from,
+    to, each local day or hour) is a whole UTC hour."""
+    return not query.requests_by_campaign and whole_hours(found, query.start, query.end)
+
+
+def delivery_report(conn: sa.Connection, query: DeliveryQuery, now: int) -> DeliveryReport:
+    """The delivery report; `now` decides which unplayed ad requests have expired."""
+    found = segments(query.zone, query.start, query.end) if query.by_time else [Segment(query.start, 0)]
+    delivery = delivery_groups(conn, query, found, now)
+    requests = request_groups(conn, query, found) if requests_attributable(query, found) else None
+    return fold(query, delivery, requests)
+
+
+def playlog_rows(conn: sa.Connection, query: PlaylogQuery, after: Cursor | None, limit: int) -> list[PlayRow]:
+    """Up to `limit` played ad requests of the venue (and screen), by (play_time, id), after the cursor."""
+    t = ad_requests.c
+    lower = query.start if after is None else max(query.start, after.play_time)
+    statement = (
+        sa.select(*(t.id.label(name) if name == "ad_request_uuid" else t[name] for name in PLAY_COLUMNS))
+        .where(
+            t.venue_id == query.venue_id,
+            t.play_time >= lower,
+            t.play_time < query.end,
+            t.impression_at.is_not(None),
+        )
+        .order_by(t.play_time, t.id)
+        .limit(limit)
+    )
+    if query.screen_id is not None:
+        statement = statement.where(t.screen_id == query.screen_id)
+    if after is not None:
+        statement = statement.where(
+            sa.or_(t.play_time > after.play_time, sa.and_(t.play_time == after.play_time, t.id > after.id))
+        )
+    rows = []
+    for row in conn.execute(statement).mappings():
+        values = {str(name): value for name, value in row.items()}
+        values["ad_request_uuid"] = str(values["ad_request_uuid"])
+        values["impressions"] = float(values["impressions"])
+        rows.append(PlayRow(**values))
+    return rows
+
+
+def cursor_after(row: PlayRow) -> Cursor:
+    return Cursor(row.play_time, uuid.UUID(row.ad_request_uuid))
+
+
+def playlog_page(conn: sa.Connection, query: PlaylogQuery) -> PlaylogPage:
+    """One JSON page: up to query.limit rows, and the cursor of the next page when there are more."""
+    rows = playlog_rows(conn, query, query.after, query.limit + 1)
+    more = len(rows) > query.limit
+    rows = rows[: query.limit]
+    return PlaylogPage(
+        venue_id=query.venue_id,
+        screen_id=query.screen_id,
+        from_=query.start,
+        to=query.end,
+        rows=rows,
+        next_cursor=cursor_after(rows[-1]).encode() if more else None,
+    )
+
+
+def playlog_batches(conn: sa.Connection, query: PlaylogQuery) -> Iterator[list[PlayRow]]:
+    """Every played row from the cursor on, PLAYLOG_BATCH rows per query (the CLI's export)."""
+    after = query.after
+    while True:
+        rows = playlog_rows(conn, query, after, PLAYLOG_BATCH)
+        if rows:
+            yield rows
+        if len(rows) < PLAYLOG_BATCH:
+            return
+        after = cursor_after(rows[-1])

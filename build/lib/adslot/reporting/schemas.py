@@ -1,0 +1,112 @@
+"""Wire shapes of the reports: what the API answers and the OpenAPI document describes.
+
+A delivery row carries only the dimensions it was grouped by (the others are left out, not null), then the
+metrics; msgspec's UNSET leaves a field out of the encoded object.
+"""
+
+from __future__ import annotations
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+
+class Metrics(msgspec.Struct, kw_only=True):
+    """Delivery figures of one group (or of the whole report, as its totals)."""
+
+    requests: int | None
+    """Ad requests, filled or not (request_stats); null when not attributable: see the endpoint docs."""
+    fills: int
+    """Filled ad requests (one per ad_requests row)."""
+    fill_rate: float | None
+    """fills / requests, rounded to 4 decimals; null when requests is null or 0."""
+    plays: int
+    """Filled ad requests whose impression was counted."""
+    impressions: float
+    """Audience impressions delivered: the sum of each play's worth, rounded to 3 decimals."""
+    starts: int
+    first_quartiles: int
+    midpoints: int
+    third_quartiles: int
+    completes: int
+    completion_rate: float | None
+    """completes / starts, rounded to 4 decimals; null when there was no start."""
+    late: int
+    """Event fires that arrived after the ad request expired (kept, never counted)."""
+    duplicates: int
+    """Repeated fires of an already counted event."""
+    expired: int
+    """Ad requests whose expiry passed unplayed (and that the player did not release)."""
+    released: int
+    """Ad requests the player gave back before play."""
+
+
+class DeliveryRow(Metrics, kw_only=True):
+    campaign_id: int | UnsetType = UNSET
+    creative_id: int | UnsetType = UNSET
+    venue_id: str | UnsetType = UNSET
+    screen_id: str | UnsetType | None = UNSET
+    """null for ad requests that named no screen."""
+    day: str | UnsetType = UNSET
+    """The local date (YYYY-MM-DD) in the report's time zone."""
+    hour: str | UnsetType = UNSET
+    """The local hour's start, ISO 8601 with its UTC offset (so a repeated DST hour is two distinct rows)."""
+
+
+class Filters(msgspec.Struct):
+    campaign_id: int | None
+    venue_id: str | None
+    screen_id: str | None
+
+
+class DeliveryReport(msgspec.Struct, kw_only=True):
+    from_: int = msgspec.field(name="from")
+    """The report covers play times from `from` (included) to `to` (excluded), UTC epoch seconds."""
+    to: int
+    timezone: str
+    group_by: list[str]
+    filters: Filters
+    rows: list[DeliveryRow]
+    totals: Metrics
+
+
+class DeliveryEnvelope(msgspec.Struct):
+    status: int
+    data: DeliveryReport
+
+
+class PlayRow(msgspec.Struct):
+    """One played ad request: its Proof-of-Play record as a flat row (times are UTC epoch seconds)."""
+
+    ad_request_uuid: str
+    venue_id: str
+    screen_id: str | None
+    play_time: int
+    campaign_id: int
+    creative_id: int
+    impressions: float
+    impression_at: int | None
+    start_at: int | None
+    first_quartile_at: int | None
+    midpoint_at: int | None
+    third_quartile_at: int | None
+    complete_at: int | None
+    duplicate_count: int
+    late_count: int
+
+
+PLAY_COLUMNS = tuple(PlayRow.__struct_fields__)
+
+
+class PlaylogPage(msgspec.Struct, kw_only=True):
+    venue_id: str
+    screen_id: str | None
+    from_: int = msgspec.field(name="from")
+    to: int
+    rows: list[PlayRow]
+    next_cursor: str | None
+    """Pass as `cursor` (with the same venue, screen, from and to) for the next page; null on the last."""
+
+
+class PlaylogEnvelope(msgspec.Struct):
+    status: int
+    data: PlaylogPage

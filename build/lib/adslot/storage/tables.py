@@ -1,0 +1,278 @@
+"""The schema, defined once for SQLite and PostgreSQL; Alembic migrations are generated from it."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(column_0_label)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+accounts = sa.Table(
+    "accounts",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(128), nullable=False, unique=True),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+)
+
+api_keys = sa.Table(
+    "api_keys",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("account_id", sa.Integer, sa.ForeignKey("accounts.id"), nullable=False),
+    sa.Column("prefix", sa.String(32), nullable=False),
+    sa.Column("key_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("scopes", sa.String(256), nullable=False),
+    sa.Column("label", sa.String(128), nullable=True),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("revoked_at", sa.BigInteger, nullable=True),
+)
+
+# Small key/value facts about this environment's database, e.g. the sandbox's shared testing key and the
+# catalog version that workers poll to know when to reload campaigns.
+environment_meta = sa.Table(
+    "environment_meta",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.String(256), nullable=False),
+)
+
+advertisers = sa.Table(
+    "advertisers",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(128), nullable=False, unique=True),
+    sa.Column("category", sa.String(64), nullable=True),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+)
+
+campaigns = sa.Table(
+    "campaigns",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("advertiser_id", sa.Integer, sa.ForeignKey("advertisers.id"), nullable=False),
+    sa.Column("name", sa.String(128), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("start_at", sa.BigInteger, nullable=False),
+    sa.Column("end_at", sa.BigInteger, nullable=False),
+    sa.Column("all_venues", sa.Boolean, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    # Decisioning (issue 3). Scalars are columns; the nested rules (targeting, exclusions, dayparts, caps,
+    # frequency) are one JSON document, compiled into the in-memory index, never queried by SQL.
+    sa.Column("tier", sa.String(16), nullable=False, server_default="standard"),
+    sa.Column("weight", sa.Integer, nullable=False, server_default="100"),
+    sa.Column("timezone", sa.String(64), nullable=False, server_default="UTC"),
+    sa.Column("pacing", sa.String(8), nullable=False, server_default="asap"),
+    sa.Column("cpm_micros", sa.BigInteger, nullable=True),
+    sa.Column("share_of_voice", sa.Float, nullable=True),
+    sa.Column("separation_minutes", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("rules", sa.Text, nullable=False, server_default="{}"),
+)
+
+campaign_venues = sa.Table(
+    "campaign_venues",
+    metadata,
+    sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaigns.id"), primary_key=True),
+    sa.Column("venue_id", sa.String(128), primary_key=True),
+)
+
+creatives = sa.Table(
+    "creatives",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaigns.id"), nullable=False, index=True),
+    sa.Column("name", sa.String(128), nullable=False),
+    sa.Column("media_url", sa.String(2048), nullable=False),
+    sa.Column("mime_type", sa.String(64), nullable=False),
+    sa.Column("width", sa.Integer, nullable=False),
+    sa.Column("height", sa.Integer, nullable=False),
+    sa.Column("duration_seconds", sa.Integer, nullable=False),
+    sa.Column("bitrate_kbps", sa.Integer, nullable=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("weight", sa.Integer, nullable=False, server_default="100"),
+    sa.Column("size_bytes", sa.BigInteger, nullable=True),
+    sa.Column("sha256", sa.String(64), nullable=True),
+)
+
+venues = sa.Table(
+    "venues",
+    metadata,
+    sa.Column("venue_id", sa.String(128), primary_key=True),
+    sa.Column("name", sa.String(256), nullable=False),
+    sa.Column("timezone", sa.String(64), nullable=False),
+    sa.Column("latitude", sa.Float, nullable=True),
+    sa.Column("longitude", sa.Float, nullable=True),
+    sa.Column("venue_type", sa.String(64), nullable=True),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("tags", sa.Text, nullable=False, server_default="[]"),
+    sa.Column("country", sa.String(2), nullable=True),
+    sa.Column("region", sa.String(64), nullable=True),
+    sa.Column("city", sa.String(128), nullable=True),
+    sa.Column("impressions_per_play", sa.Float, nullable=False, server_default="1.0"),
+    # 168 multipliers (Monday 00h first, venue-local) or null: the audience by hour of week.
+    sa.Column("hourly_impressions", sa.Text, nullable=True),
+)
+
+screens = sa.Table(
+    "screens",
+    metadata,
+    sa.Column("venue_id", sa.String(128), sa.ForeignKey("venues.venue_id"), primary_key=True),
+    sa.Column("screen_id", sa.String(128), primary_key=True),
+    sa.Column("name", sa.String(256), nullable=True),
+    sa.Column("width", sa.Integer, nullable=True),
+    sa.Column("height", sa.Integer, nullable=True),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("orientation", sa.String(16), nullable=True),
+    sa.Column("mime_types", sa.Text, nullable=True),
+    sa.Column("max_duration_seconds", sa.Integer, nullable=True),
+)
+
+# One row per ad request: the Proof-of-Play record, with the time each event was first counted.
+ad_requests = sa.Table(
+    "ad_requests",
+    metadata,
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("account_id", sa.Integer, nullable=False),
+    sa.Column("venue_id", sa.String(128), nullable=False),
+    sa.Column("screen_id", sa.String(128), nullable=True),
+    sa.Column("play_time", sa.BigInteger, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("expires_at", sa.BigInteger, nullable=False),
+    sa.Column("campaign_id", sa.Integer, nullable=False),
+    sa.Column("creative_id", sa.Integer, nullable=False),
+    sa.Column("impression_at", sa.BigInteger, nullable=True),
+    sa.Column("start_at", sa.BigInteger, nullable=True),
+    sa.Column("first_quartile_at", sa.BigInteger, nullable=True),
+    sa.Column("midpoint_at", sa.BigInteger, nullable=True),
+    sa.Column("third_quartile_at", sa.BigInteger, nullable=True),
+    sa.Column("complete_at", sa.BigInteger, nullable=True),
+    sa.Column("duplicate_count", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("late_count", sa.Integer, nullable=False, server_default="0"),
+    # One bit per (event, VAST layer) whose first fire is stored (ledger.records.FIRE_BITS): a repeat finds
+    # its bit set and is a duplicate; the first layer to fire an event sets its time, the other one echoes.
+    sa.Column("fired", sa.Integer, nullable=False, server_default="0"),
+    # Audience: impressions one play of this ad request is worth (the venue's multiplier at issue time).
+    sa.Column("impressions", sa.Float, nullable=False, server_default="1.0"),
+    # The reservations this ad request holds: JSON [[counter key, units], ...]; null when it holds none.
+    sa.Column("claims", sa.Text, nullable=True),
+    # Set once its reservations are settled: released early by the player ("released") or at expiry
+    # ("expired"); a played ad request is settled at expiry too, with reason "played".
+    sa.Column("settled_at", sa.BigInteger, nullable=True),
+    sa.Column("settle_reason", sa.String(16), nullable=True),
+    # The API key that asked for it (api_keys.id, no foreign key: the ledger writes without reading keys);
+    # null for ad requests stored before migration 0009. The Health page reads it with the play_time index.
+    sa.Column("key_id", sa.Integer, nullable=True),
+    sa.Index(
+        "ix_ad_requests_unsettled_expiry",
+        "expires_at",
+        sqlite_where=sa.text("settled_at IS NULL"),
+        postgresql_where=sa.text("settled_at IS NULL"),
+    ),
+    sa.Index("ix_ad_requests_venue_play_time", "venue_id", "play_time"),
+    sa.Index("ix_ad_requests_play_time", "play_time"),
+    # PostgreSQL: each pixel rewrites the row; pages left half free keep its new version on the same page
+    # (a HOT update, no index entries). Migration 0006 sets it on existing databases.
+    postgresql_with={"fillfactor": 50},
+)
+
+# Reservations against caps, pacing and frequency: one row per counter key (e.g. a campaign's lifetime plays,
+# its impressions on one day, a screen's plays of a campaign in one hour). Delivered + reserved never exceeds
+# cap: the ledger checks and moves these under its write lock, in the batch that issues or settles.
+delivery_counters = sa.Table(
+    "delivery_counters",
+    metadata,
+    sa.Column("key", sa.String(255), primary_key=True),
+    sa.Column("cap", sa.BigInteger, nullable=True),
+    sa.Column("reserved", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("delivered", sa.BigInteger, nullable=False, server_default="0"),
+    # Competitive separation: the latest play_time of a category on a screen, and the gap it asked for.
+    sa.Column("last_at", sa.BigInteger, nullable=True),
+    # When the counter's hour or day ended (claims.closes_at); null for lifetime caps and separation, which
+    # never close. The expiry sweep drops closed counters once the retention has passed.
+    sa.Column("closes_at", sa.BigInteger, nullable=True),
+    sa.Index("ix_delivery_counters_closes_at", "closes_at"),
+)
+
+# Ad requests per venue, screen and hour of play_time, filled or not: the denominator of fill rate.
+request_stats = sa.Table(
+    "request_stats",
+    metadata,
+    sa.Column("venue_id", sa.String(128), primary_key=True),
+    sa.Column("screen_id", sa.String(128), primary_key=True),  # "" when the request named no screen
+    sa.Column("hour", sa.BigInteger, primary_key=True),  # epoch seconds of the UTC hour of play_time
+    sa.Column("requests", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("fills", sa.BigInteger, nullable=False, server_default="0"),
+)
+
+# Ad requests per API key (one player integration) and hour of play_time, filled or not: the Health page's
+# request counts, written with request_stats in the same batch. No foreign key, as for ad_requests.key_id.
+# Hour first in the primary key: the Health page reads a window of hours for every key, one range of it.
+key_stats = sa.Table(
+    "key_stats",
+    metadata,
+    sa.Column("key_id", sa.Integer, nullable=False, autoincrement=False),
+    sa.Column("hour", sa.BigInteger, nullable=False),  # epoch seconds of the UTC hour of play_time
+    sa.Column("requests", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("fills", sa.BigInteger, nullable=False, server_default="0"),
+    sa.PrimaryKeyConstraint("hour", "key_id"),
+)
+
+# The answer each worker's latest batch frames got, stored in the same transaction as the batch: a frame
+# resent after its writer process died (committed or not, the worker cannot tell) is answered from here
+# instead of being applied twice. One row per worker process and slot (its frame's sequence number modulo
+# ANSWER_SLOTS), overwritten in place, so the table holds a few rows per worker started, not one per batch;
+# the expiry sweep drops the rows of workers long gone.
+ledger_answers = sa.Table(
+    "ledger_answers",
+    metadata,
+    sa.Column("client", sa.LargeBinary(16), primary_key=True),  # random per worker process
+    sa.Column("slot", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("seq", sa.BigInteger, nullable=False),
+    sa.Column("at", sa.BigInteger, nullable=False),  # when the worker sent the frame (epoch seconds)
+    sa.Column("answer", sa.LargeBinary, nullable=False),  # the verdicts frame, as the worker receives it
+)
+
+# The operator console (adslot.console). Users and their sign-in sessions live in the production database
+# only: one set of people runs both environments. Each environment's own database keeps the audit log of
+# what was changed in it, written in the transaction of the change.
+console_users = sa.Table(
+    "console_users",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("email", sa.String(254), nullable=False, unique=True),
+    sa.Column("password_hash", sa.String(256), nullable=False),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("disabled_at", sa.BigInteger, nullable=True),
+    # Failed sign-ins in a row, and until when the next attempt is refused (console.users.throttle).
+    sa.Column("failed_sign_ins", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("locked_until", sa.BigInteger, nullable=False, server_default="0"),
+)
+
+console_sessions = sa.Table(
+    "console_sessions",
+    metadata,
+    sa.Column("token_hash", sa.String(64), primary_key=True),
+    sa.Column("user_id", sa.Integer, sa.ForeignKey("console_users.id"), nullable=False, index=True),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("expires_at", sa.BigInteger, nullable=False),
+)
+
+audit_log = sa.Table(
+    "audit_log",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("at", sa.BigInteger, nullable=False),
+    sa.Column("actor", sa.String(300), nullable=False),  # "user@example.com" or "cli"
+    sa.Column("action", sa.String(64), nullable=False),  # e.g. "venue.create"
+    sa.Column("target", sa.String(300), nullable=False),  # e.g. "venue lobby"
+    sa.Column("before", sa.Text, nullable=True),  # JSON, null for a creation
+    sa.Column("after", sa.Text, nullable=True),  # JSON, null for a deletion
+)
