@@ -14,10 +14,11 @@ import click
 import msgspec
 import sqlalchemy as sa
 
+from adslot.audit import audited
 from adslot.auth import repository as keys_repo
 from adslot.campaigns import repository as campaigns_repo
 from adslot.campaigns.schemas import AdvertiserIn, CampaignIn, CampaignPatch, CreativeIn, CreativePatch
-from adslot.console.commands import audited, users_group
+from adslot.console.commands import cli_actor, users_group
 from adslot.environment import prepare_database, transact
 from adslot.errors import ApiError, invalid_value
 from adslot.inventory import repository as inventory_repo
@@ -253,6 +254,7 @@ def keys_create(env_name: str, account: str, scopes: tuple[str, ...], label: str
     key, info = run_on(
         env_name,
         audited(
+            cli_actor(),
             "key.create",
             f"key for account {account}",
             lambda c: keys_repo.create_key(
@@ -284,7 +286,7 @@ def keys_revoke(env_name: str, key_id: int) -> None:
     """Revoke a key by id; running servers stop accepting it within a second."""
     if not run_on(
         env_name,
-        audited("key.revoke", f"key {key_id}", lambda c: keys_repo.revoke_key(c, key_id)),
+        audited(cli_actor(), "key.revoke", f"key {key_id}", lambda c: keys_repo.revoke_key(c, key_id)),
         write=True,
     ):
         raise click.ClickException(f"no active key with id {key_id}")

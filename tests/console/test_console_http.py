@@ -287,3 +287,31 @@ def test_an_admin_sets_a_password_and_disables_a_user_from_the_console_and_their
         assert again.get("/console/production/").status_code == 303
     assert "session@example.com</td><td>viewer</td>" in admin.get("/console/production/users").text
     assert 'class="badge disabled"' in admin.get("/console/production/users").text
+
+
+def test_changes_through_the_management_api_are_audited_under_the_keys_id(console_live: LiveServer) -> None:
+    assert console_live.keys
+    key = console_live.keys.production_admin
+    with httpx.Client(base_url=console_live.url, headers={"Ssp-Key": key}) as api:
+        assert api.post("/api/v1/venues", json={"venue_id": "v-api", "name": "By API"}).status_code == 201
+        assert api.patch("/api/v1/venues/v-api", json={"name": "Renamed by API"}).status_code == 200
+        refused = api.post("/api/v1/venues", json={"venue_id": "v-api", "name": "Again"})
+        assert refused.status_code == 409
+    engine = make_engine(console_live.settings.environment("production"))
+    with engine.connect() as conn:
+        found = conn.execute(
+            sa.select(audit_log.c.actor, audit_log.c.action, audit_log.c.before, audit_log.c.after)
+            .where(audit_log.c.target == "venue v-api")
+            .order_by(audit_log.c.id)
+        ).all()
+        key_id = conn.execute(
+            sa.text("SELECT id FROM api_keys WHERE prefix = :p"), {"p": key[:13]}
+        ).scalar_one()
+    engine.dispose()
+    assert [(a, act) for a, act, _, _ in found] == [
+        (f"api key {key_id}", "venue.create"),
+        (f"api key {key_id}", "venue.update"),
+    ]
+    assert '"By API"' in found[1][2] and '"Renamed by API"' in found[1][3]
+    page = signed_in(console_live, "viewer").get("/console/production/audit").text
+    assert f"api key {key_id}" in page

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 import msgspec
+import sqlalchemy as sa
 from litestar import Controller, Request, get, patch, post
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, RequestBody, Schema
 from litestar.params import JSONBody, PathParameter
 
+from adslot import audit
 from adslot.api.adapters import env_of
 from adslot.api.auth import authenticate
 from adslot.api.docs import error_spec
 from adslot.api.hot_routes import documented
 from adslot.api.strict_body import strict_body
-from adslot.auth.keys import SCOPE_ADMIN
+from adslot.auth.keys import SCOPE_ADMIN, KeyRecord
 from adslot.campaigns import repository as campaigns_repo
 from adslot.campaigns.schemas import (
     Advertiser,
@@ -45,9 +48,24 @@ from adslot.inventory.schemas import (
 
 async def admin_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
     env: Environment = connection.app.state.env
-    await authenticate(env, connection.headers.get("ssp-key"), SCOPE_ADMIN)
+    connection.state.key = await authenticate(env, connection.headers.get("ssp-key"), SCOPE_ADMIN)
 
 
+async def change(
+    request: Request[Any, Any, Any],
+    action: str,
+    target: str,
+    fn: Callable[[sa.Connection], T],
+    before: Callable[[sa.Connection], Any] | None = None,
+) -> T:
+    """A management write with its audit entry (the key's id as the actor), in one transaction."""
+    key: KeyRecord = request.state.key
+    return await env_of(request).run_sync(
+        audit.audited(f"api key {key.key_id}", action, target, fn, before=before), write=True
+    )
+
+
+T = TypeVar("T")
 ERRORS = {
     400: error_spec("Invalid input."),
     401: error_spec("Missing or invalid key."),
@@ -122,7 +140,12 @@ class AdvertiserController(Controller):
 
     @post(operation_id="createAdvertiser", summary="Create an advertiser", responses=WRITE_ERRORS)
     async def create(self, request: Request[Any, Any, Any], data: JSONBody[AdvertiserIn]) -> Advertiser:
-        return await env_of(request).run_sync(lambda c: campaigns_repo.create_advertiser(c, data), write=True)
+        return await change(
+            request,
+            "advertiser.create",
+            f"advertiser {data.name}",
+            lambda c: campaigns_repo.create_advertiser(c, data),
+        )
 
 
 class CampaignController(Controller):
@@ -139,7 +162,12 @@ class CampaignController(Controller):
     async def create(self, request: Request[Any, Any, Any], data: JSONBody[CampaignIn]) -> Campaign:
         if data.advertiser_id > MAX_ID:
             raise ApiError(422, "unknown_advertiser", f"no advertiser {data.advertiser_id}", "advertiser_id")
-        return await env_of(request).run_sync(lambda c: campaigns_repo.create_campaign(c, data), write=True)
+        return await change(
+            request,
+            "campaign.create",
+            f"campaign {data.name}",
+            lambda c: campaigns_repo.create_campaign(c, data),
+        )
 
     @get("/{campaign_id:int}", operation_id="getCampaign", summary="Get a campaign", responses=READ_ERRORS)
     async def get(self, request: Request[Any, Any, Any], campaign_id: CampaignId) -> Campaign:
@@ -154,8 +182,12 @@ class CampaignController(Controller):
     async def update(
         self, request: Request[Any, Any, Any], campaign_id: CampaignId, data: JSONBody[CampaignPatch]
     ) -> Campaign:
-        return await env_of(request).run_sync(
-            lambda c: campaigns_repo.update_campaign(c, campaign_id, data), write=True
+        return await change(
+            request,
+            "campaign.update",
+            f"campaign {campaign_id}",
+            lambda c: campaigns_repo.update_campaign(c, campaign_id, data),
+            before=lambda c: campaigns_repo.get_campaign(c, campaign_id),
         )
 
     @post(
@@ -167,8 +199,11 @@ class CampaignController(Controller):
     async def add_creative(
         self, request: Request[Any, Any, Any], campaign_id: CampaignId, data: JSONBody[CreativeIn]
     ) -> Creative:
-        return await env_of(request).run_sync(
-            lambda c: campaigns_repo.add_creative(c, campaign_id, data), write=True
+        return await change(
+            request,
+            "creative.create",
+            f"campaign {campaign_id} creative {data.name}",
+            lambda c: campaigns_repo.add_creative(c, campaign_id, data),
         )
 
     @patch(
@@ -184,8 +219,11 @@ class CampaignController(Controller):
         creative_id: CreativeId,
         data: JSONBody[CreativePatch],
     ) -> Creative:
-        return await env_of(request).run_sync(
-            lambda c: campaigns_repo.update_creative(c, campaign_id, creative_id, data), write=True
+        return await change(
+            request,
+            "creative.update",
+            f"campaign {campaign_id} creative {creative_id}",
+            lambda c: campaigns_repo.update_creative(c, campaign_id, creative_id, data),
         )
 
 
@@ -201,7 +239,9 @@ class VenueController(Controller):
 
     @post(operation_id="createVenue", summary="Register a venue", responses=WRITE_ERRORS)
     async def create(self, request: Request[Any, Any, Any], data: JSONBody[VenueIn]) -> Venue:
-        return await env_of(request).run_sync(lambda c: inventory_repo.create_venue(c, data), write=True)
+        return await change(
+            request, "venue.create", f"venue {data.venue_id}", lambda c: inventory_repo.create_venue(c, data)
+        )
 
     @get("/{venue_id:str}", operation_id="getVenue", summary="Get a venue", responses=READ_ERRORS)
     async def get(self, request: Request[Any, Any, Any], venue_id: VenueId) -> Venue:
@@ -211,8 +251,12 @@ class VenueController(Controller):
     async def update(
         self, request: Request[Any, Any, Any], venue_id: VenueId, data: JSONBody[VenuePatch]
     ) -> Venue:
-        return await env_of(request).run_sync(
-            lambda c: inventory_repo.update_venue(c, venue_id, data), write=True
+        return await change(
+            request,
+            "venue.update",
+            f"venue {venue_id}",
+            lambda c: inventory_repo.update_venue(c, venue_id, data),
+            before=lambda c: inventory_repo.get_venue(c, venue_id),
         )
 
     @post(
@@ -224,8 +268,11 @@ class VenueController(Controller):
     async def add_screen(
         self, request: Request[Any, Any, Any], venue_id: VenueId, data: JSONBody[ScreenIn]
     ) -> Screen:
-        return await env_of(request).run_sync(
-            lambda c: inventory_repo.add_screen(c, venue_id, data), write=True
+        return await change(
+            request,
+            "screen.create",
+            f"screen {venue_id}/{data.screen_id}",
+            lambda c: inventory_repo.add_screen(c, venue_id, data),
         )
 
     @patch(
@@ -241,8 +288,11 @@ class VenueController(Controller):
         screen_id: ScreenId,
         data: JSONBody[ScreenPatch],
     ) -> Screen:
-        return await env_of(request).run_sync(
-            lambda c: inventory_repo.update_screen(c, venue_id, screen_id, data), write=True
+        return await change(
+            request,
+            "screen.update",
+            f"screen {venue_id}/{screen_id}",
+            lambda c: inventory_repo.update_screen(c, venue_id, screen_id, data),
         )
 
     @post(
@@ -257,7 +307,9 @@ class VenueController(Controller):
     async def import_csv(self, request: Request[Any, Any, Any]) -> ImportEnvelope:
         check_csv_content_type(request.headers.get("content-type"))
         body = await request.body()
-        result = await env_of(request).run_sync(lambda c: import_venues(c, body), write=True)
+        result = await change(
+            request, "venues.import", f"CSV ({len(body)} bytes)", lambda c: import_venues(c, body)
+        )
         return ImportEnvelope(200, result)
 
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import getpass
 import os
 import sys
-from collections.abc import Callable
 from typing import TypeVar
 
 import click
-import sqlalchemy as sa
 
-from adslot.console import audit, users
+from adslot import audit
+from adslot.console import users
 from adslot.console.roles import ROLES
 
 T = TypeVar("T")
@@ -31,24 +30,6 @@ def _password(from_stdin: bool) -> str:
     return str(click.prompt("Password", hide_input=True, confirmation_prompt=True))
 
 
-def audited(
-    action: str,
-    target: str,
-    fn: Callable[[sa.Connection], T],
-    *,
-    after: Callable[[T], object] | None = None,
-) -> Callable[[sa.Connection], T]:
-    """fn with its audit entry, written in its transaction (`after` picks what to log of the result: never
-    a key's plaintext)."""
-
-    def apply(conn: sa.Connection) -> T:
-        result = fn(conn)
-        audit.record(conn, cli_actor(), action, target, None, result if after is None else after(result))
-        return result
-
-    return apply
-
-
 @click.group("users")
 def users_group() -> None:
     """Console users (stored with the production database)."""
@@ -65,7 +46,9 @@ def users_create(email: str, role: str, password_stdin: bool) -> None:
     password = _password(password_stdin)
     user = run_on(
         "production",
-        audited("user.create", f"user {email}", lambda c: users.create_user(c, email, role, password)),
+        audit.audited(
+            cli_actor(), "user.create", f"user {email}", lambda c: users.create_user(c, email, role, password)
+        ),
         write=True,
         catalog=False,
     )
@@ -90,7 +73,7 @@ def users_disable(email: str) -> None:
 
     run_on(
         "production",
-        audited("user.disable", f"user {email}", lambda c: users.disable_user(c, email)),
+        audit.audited(cli_actor(), "user.disable", f"user {email}", lambda c: users.disable_user(c, email)),
         write=True,
         catalog=False,
     )
@@ -107,7 +90,12 @@ def users_set_password(email: str, password_stdin: bool) -> None:
     password = _password(password_stdin)
     run_on(
         "production",
-        audited("user.set-password", f"user {email}", lambda c: users.set_password(c, email, password)),
+        audit.audited(
+            cli_actor(),
+            "user.set-password",
+            f"user {email}",
+            lambda c: users.set_password(c, email, password),
+        ),
         write=True,
         catalog=False,
     )

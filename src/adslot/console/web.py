@@ -26,7 +26,8 @@ from litestar.datastructures import Cookie
 from litestar.exceptions import HTTPException, NotFoundException
 from litestar.response import Redirect
 
-from adslot.console import audit, sessions
+from adslot import audit
+from adslot.console import sessions
 from adslot.console.charts import line_chart
 from adslot.console.forms import error_for, utc_input
 from adslot.console.roles import Role, allows
@@ -280,15 +281,8 @@ async def change(
     catalog: bool = True,
 ) -> T:
     """Make a change and its audit entry in one transaction: both are kept, or neither."""
-    who = actor(request)
-
-    def apply(conn: sa.Connection) -> T:
-        previous = before(conn) if before is not None else None
-        result = fn(conn)
-        audit.record(conn, who, action, target, previous, result if after is None else after(result))
-        return result
-
-    return await env.run_sync(apply, write=True, catalog=catalog)
+    change_fn = audit.audited(actor(request), action, target, fn, before=before, after=after)
+    return await env.run_sync(change_fn, write=True, catalog=catalog)
 
 
 def new_pre_session_token() -> str:

@@ -9,9 +9,10 @@ from litestar import Request, Response, get, post
 from litestar.params import PathParameter
 from litestar.response import Redirect
 
+from adslot import audit
 from adslot.auth import repository as keys_repo
 from adslot.auth.keys import LIVE_PREFIX, SCOPES, TEST_PREFIX
-from adslot.console import audit, users
+from adslot.console import users
 from adslot.console.forms import text
 from adslot.console.roles import ADMIN, ROLES
 from adslot.console.web import ROOT, change, console_of, need, render

@@ -1,10 +1,14 @@
-"""The audit log: who changed what, when, with the record before and after, in the change's transaction."""
+"""The audit log: who changed what, when, with the record before and after, in the change's transaction.
+
+Every change to an environment is logged: from the console (the user's email), the management API (the key's
+id) and the CLI (the shell user)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import sqlalchemy as sa
@@ -12,6 +16,7 @@ import sqlalchemy as sa
 from adslot.storage.tables import audit_log
 
 PAGE_SIZE = 100
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +72,27 @@ def record(conn: sa.Connection, actor: str, action: str, target: str, before: An
             after=_json(after),
         )
     )
+
+
+def audited(
+    actor: str,
+    action: str,
+    target: str,
+    fn: Callable[[sa.Connection], T],
+    *,
+    before: Callable[[sa.Connection], Any] | None = None,
+    after: Callable[[T], Any] | None = None,
+) -> Callable[[sa.Connection], T]:
+    """fn, with its audit entry written in its transaction: both are kept, or neither. `before` reads the
+    record as it was; `after` picks what to log of fn's result (never a key's secret)."""
+
+    def apply(conn: sa.Connection) -> T:
+        previous = before(conn) if before is not None else None
+        result = fn(conn)
+        record(conn, actor, action, target, previous, result if after is None else after(result))
+        return result
+
+    return apply
 
 
 def entries(conn: sa.Connection, before_id: int | None = None, limit: int = PAGE_SIZE) -> list[Entry]:

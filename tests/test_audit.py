@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adslot.console.audit import Change, Entry
+from adslot.audit import Change, Entry
 
 
 def entry(before: str | None, after: str | None) -> Entry:
