@@ -18,8 +18,8 @@ from adslot.audit import audited
 from adslot.auth import repository as keys_repo
 from adslot.campaigns import repository as campaigns_repo
 from adslot.campaigns.schemas import AdvertiserIn, CampaignIn, CampaignPatch, CreativeIn, CreativePatch
-from adslot.console.commands import cli_actor, users_group
-from adslot.environment import prepare_database, transact
+from adslot.console.commands import users_group
+from adslot.environment import prepare_database
 from adslot.errors import ApiError, invalid_value
 from adslot.inventory import repository as inventory_repo
 from adslot.inventory.csv_import import import_venues
@@ -27,7 +27,7 @@ from adslot.inventory.schemas import ScreenIn, ScreenPatch, VenueIn, VenuePatch
 from adslot.ledger.backends import with_writer_processes
 from adslot.ledger.shared_writer import shared_writers
 from adslot.settings import ENVIRONMENTS, SettingsError, load_settings
-from adslot.storage.database import make_engine
+from adslot.shell import CommandError, api_error, cli_actor, run_on
 from adslot.workers import REUSE_PORT, bound_socket, run_workers, serve_one
 
 T = TypeVar("T")
@@ -42,40 +42,6 @@ ENV_OPTION = click.option(
 )
 
 
-class CommandError(click.ClickException):
-    """Refused input, printed with the API's error code; exit status 2, like any other usage error."""
-
-    exit_code = 2
-
-
-def _api_error(exc: ApiError) -> CommandError:
-    where = f" (field: {exc.field})" if exc.field else ""
-    lines = [f"{exc.code}: {exc.message}{where}"]
-    lines += [
-        f"  line {p.line}: {p.column or '-'}: {p.code}: {p.message}" for p in getattr(exc, "details", ())
-    ]
-    return CommandError("\n".join(lines))
-
-
-def run_on(
-    env_name: str, fn: Callable[[sa.Connection], T], *, write: bool = False, catalog: bool = True
-) -> T:
-    """Run fn in one transaction on the environment's (migrated) database; writes bump the catalog
-    unless `catalog=False` (console users and sessions, which no worker caches)."""
-    try:
-        env = load_settings().environment(env_name)
-    except SettingsError as exc:
-        raise click.ClickException(str(exc)) from exc
-    prepare_database(env)
-    engine = make_engine(env)
-    try:
-        return transact(engine, fn, write=write, catalog=catalog)
-    except ApiError as exc:
-        raise _api_error(exc) from exc
-    finally:
-        engine.dispose()
-
-
 def _echo(value: Any) -> None:
     click.echo(json.dumps(msgspec.to_builtins(value), indent=2))
 
@@ -87,7 +53,7 @@ def _convert(data: dict[str, Any], kind: type[T], clear: dict[str, object] | Non
     try:
         return msgspec.json.decode(msgspec.json.encode(body), type=kind)
     except msgspec.ValidationError as exc:
-        raise _api_error(invalid_value(exc)) from exc
+        raise api_error(invalid_value(exc)) from exc
 
 
 def _json(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
-import os
 import sys
 from typing import TypeVar
 
@@ -12,16 +10,9 @@ import click
 from adslot import audit
 from adslot.console import users
 from adslot.console.roles import ROLES
+from adslot.shell import cli_actor, run_on
 
 T = TypeVar("T")
-
-
-def cli_actor() -> str:
-    """Who the audit log names for a change made with the CLI."""
-    try:
-        return f"cli:{getpass.getuser()}"
-    except (KeyError, OSError):
-        return f"cli:uid {os.getuid()}"
 
 
 def _password(from_stdin: bool) -> str:
@@ -41,8 +32,6 @@ def users_group() -> None:
 @click.option("--password-stdin", is_flag=True, help="Read the password from standard input's first line.")
 def users_create(email: str, role: str, password_stdin: bool) -> None:
     """Create a console user; the password is asked for (twice) unless given on standard input."""
-    from adslot.cli import run_on
-
     password = _password(password_stdin)
     user = run_on(
         "production",
@@ -58,8 +47,6 @@ def users_create(email: str, role: str, password_stdin: bool) -> None:
 @users_group.command("list")
 def users_list() -> None:
     """List console users."""
-    from adslot.cli import run_on
-
     for user in run_on("production", users.list_users):
         state = "disabled" if user.disabled_at else "active"
         click.echo(f"{user.id}\t{user.email}\t{user.role}\t{state}")
@@ -69,8 +56,6 @@ def users_list() -> None:
 @click.option("--email", required=True)
 def users_disable(email: str) -> None:
     """Disable a user: their sessions end at once and they can no longer sign in."""
-    from adslot.cli import run_on
-
     run_on(
         "production",
         audit.audited(cli_actor(), "user.disable", f"user {email}", lambda c: users.disable_user(c, email)),
@@ -85,8 +70,6 @@ def users_disable(email: str) -> None:
 @click.option("--password-stdin", is_flag=True, help="Read the password from standard input's first line.")
 def users_set_password(email: str, password_stdin: bool) -> None:
     """Set a user's password; it also unlocks the account and ends its sessions."""
-    from adslot.cli import run_on
-
     password = _password(password_stdin)
     run_on(
         "production",
