@@ -21,5 +21,8 @@ Timezone = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[
 """An IANA time zone name; the repository checks that it exists (422 invalid_timezone)."""
 Latitude = Annotated[float, msgspec.Meta(ge=-90, le=90)]
 Longitude = Annotated[float, msgspec.Meta(ge=-180, le=180)]
+MAX_ID = 2**31 - 1
+"""The largest row id: ids are 32-bit in every supported database (PostgreSQL INTEGER), so a larger one
+names nothing, and would make the driver raise rather than find no row."""
 CountryCode = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z]{2}$")]
 """ISO 3166-1 alpha-2, either case; stored in upper case once the repository has found it assigned."""

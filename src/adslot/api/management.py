@@ -33,6 +33,7 @@ from adslot.campaigns.schemas import (
 )
 from adslot.environment import Environment
 from adslot.errors import ApiError
+from adslot.fields import MAX_ID
 from adslot.inventory import repository as inventory_repo
 from adslot.inventory.csv_import import MAX_CSV_BYTES, MAX_CSV_ROWS, check_csv_content_type, import_venues
 from adslot.inventory.schemas import (
@@ -80,9 +81,7 @@ WRITE_ERRORS = {
 }
 READ_ERRORS = {**ERRORS, 404: error_spec("Not found.")}
 # The key is checked by admin_guard, before any parameter is read; the SspKey security scheme documents it.
-# Ids are 32-bit in every supported database (PostgreSQL INTEGER): a larger one names nothing, and would make
-# the driver raise rather than find no row.
-MAX_ID = 2**31 - 1
+# Ids above MAX_ID (fields.py) name nothing.
 CampaignId = Annotated[int, PathParameter(description="The campaign's id", ge=1, le=MAX_ID)]
 CreativeId = Annotated[int, PathParameter(description="The creative's id", ge=1, le=MAX_ID)]
 VenueId = Annotated[str, PathParameter(description="Your identifier of the venue")]

@@ -71,7 +71,7 @@ def check_role(role: str) -> str:
 def create_user(conn: sa.Connection, email: str, role: str, password: str) -> User:
     email, role = check_email(email), check_role(role)
     digest = HASHER.hash(check_password(password))
-    if conn.execute(sa.select(console_users.c.id).where(console_users.c.email == email)).first():
+    if _row(conn, email) is not None:
         raise ApiError(409, "user_exists", f"a user {email} already exists", "email")
     now = int(time.time())
     result = conn.execute(
@@ -91,12 +91,13 @@ def get_user(conn: sa.Connection, user_id: int) -> User | None:
     return user_of(row) if row else None
 
 
+def _row(conn: sa.Connection, email: str) -> sa.RowMapping | None:
+    statement = sa.select(console_users).where(console_users.c.email == email.strip().lower())
+    return conn.execute(statement).mappings().first()
+
+
 def find_user(conn: sa.Connection, email: str) -> User:
-    row = (
-        conn.execute(sa.select(console_users).where(console_users.c.email == email.strip().lower()))
-        .mappings()
-        .first()
-    )
+    row = _row(conn, email)
     if row is None:
         raise ApiError(404, "unknown_user", f"no user {email}", "email")
     return user_of(row)
@@ -144,11 +145,7 @@ def lock_seconds(failures: int) -> int:
 def sign_in(conn: sa.Connection, email: str, password: str, now: int) -> SignIn:
     """Check a sign-in in a write transaction: the failure count moves with the check, so concurrent
     guesses on several workers cannot each get the free ones."""
-    row = (
-        conn.execute(sa.select(console_users).where(console_users.c.email == email.strip().lower()))
-        .mappings()
-        .first()
-    )
+    row = _row(conn, email)
     if row is None or row["disabled_at"] is not None:
         _verify(DUMMY_HASH, password)
         return SignIn(None)

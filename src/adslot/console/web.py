@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 from urllib.parse import quote
 
 import sqlalchemy as sa
@@ -24,6 +24,7 @@ from jinja2 import FileSystemLoader, select_autoescape
 from litestar import Request, Response
 from litestar.datastructures import Cookie
 from litestar.exceptions import HTTPException, NotFoundException
+from litestar.params import PathParameter
 from litestar.response import Redirect
 
 from adslot import audit
@@ -34,6 +35,8 @@ from adslot.console.roles import Role, allows
 from adslot.console.users import User
 from adslot.environment import Environment
 from adslot.errors import ApiError
+from adslot.fields import MAX_ID
+from adslot.storage.failures import unavailable
 
 T = TypeVar("T")
 log = logging.getLogger("adslot.console")
@@ -84,8 +87,8 @@ TEMPLATES.globals["error_for"] = error_for
 TEMPLATES.globals["line_chart"] = line_chart
 
 
-class SignInRequired(Exception):
-    """Raised on a page that needs a session when there is none: answered by a redirect to sign in."""
+EnvName = Annotated[str, PathParameter(description="production or sandbox")]
+RowId = Annotated[int, PathParameter(ge=1, le=MAX_ID)]
 
 
 @dataclass
@@ -118,20 +121,28 @@ def csrf_for(session_token: str) -> str:
     return hmac.new(session_token.encode(), b"adslot console csrf", hashlib.sha256).hexdigest()
 
 
-def _secure(request: Request[Any, Any, Any]) -> bool:
-    return console_of(request).secure_cookies or request.url.scheme == "https"
+def cookie(
+    request: Request[Any, Any, Any], key: str, value: str, path: str, max_age: int | None = None
+) -> Cookie:
+    """The console's cookies: HttpOnly, SameSite=Lax, and Secure behind HTTPS."""
+    return Cookie(
+        key=key,
+        value=value,
+        path=path,
+        httponly=True,
+        samesite="lax",
+        secure=console_of(request).secure_cookies or request.url.scheme == "https",
+        max_age=max_age,
+    )
 
 
 def session_cookie(request: Request[Any, Any, Any], token: str, max_age: int | None) -> Cookie:
-    return Cookie(
-        key=sessions.COOKIE,
-        value=token,
-        path=ROOT,
-        httponly=True,
-        samesite="lax",
-        secure=_secure(request),
-        max_age=max_age,
-    )
+    return cookie(request, sessions.COOKIE, token, ROOT, max_age)
+
+
+async def form_fields(request: Request[Any, Any, Any]) -> dict[str, str]:
+    """A posted form's text fields (an upload or a repeated name is read apart, where a page takes one)."""
+    return {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
 
 
 async def current_user(request: Request[Any, Any, Any]) -> User | None:
@@ -254,8 +265,6 @@ def api_error_page(request: Request[Any, Any, Any], exc: ApiError) -> Response[s
 
 
 def internal_error_page(request: Request[Any, Any, Any], exc: Exception) -> Response[str]:
-    from adslot.storage.failures import unavailable
-
     if unavailable(exc):
         log.warning("console: storage unavailable for %s: %s", request.url.path, exc)
         return message_page(

@@ -143,7 +143,7 @@ def add_screen(conn: sa.Connection, venue_id: str, data: ScreenIn) -> Screen:
     values = screen_values(data) | {"venue_id": venue_id, "created_at": int(time.time())}
     with conflict_as(conflict):
         conn.execute(sa.insert(screens).values(**values))
-    return _get_screen(conn, venue_id, data.screen_id)
+    return get_screen(conn, venue_id, data.screen_id)
 
 
 def screen_values(data: ScreenIn) -> dict[str, Any]:
@@ -158,7 +158,7 @@ def screen_changes(patch: ScreenPatch) -> dict[str, Any]:
 
 def update_screen(conn: sa.Connection, venue_id: str, screen_id: str, patch: ScreenPatch) -> Screen:
     _venue_row(conn, venue_id)
-    _get_screen(conn, venue_id, screen_id)
+    get_screen(conn, venue_id, screen_id)
     values = screen_changes(patch)
     if values:
         conn.execute(
@@ -166,10 +166,10 @@ def update_screen(conn: sa.Connection, venue_id: str, screen_id: str, patch: Scr
             .where(screens.c.venue_id == venue_id, screens.c.screen_id == screen_id)
             .values(**values)
         )
-    return _get_screen(conn, venue_id, screen_id)
+    return get_screen(conn, venue_id, screen_id)
 
 
-def _get_screen(conn: sa.Connection, venue_id: str, screen_id: str) -> Screen:
+def get_screen(conn: sa.Connection, venue_id: str, screen_id: str) -> Screen:
     row = (
         conn.execute(
             sa.select(screens).where(screens.c.venue_id == venue_id, screens.c.screen_id == screen_id)

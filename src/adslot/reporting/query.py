@@ -13,13 +13,13 @@ import zoneinfo
 from dataclasses import dataclass
 
 from adslot.errors import ApiError
+from adslot.fields import MAX_ID
 
 DIMENSIONS = ("campaign", "creative", "venue", "screen", "day", "hour")
 TIME_DIMENSIONS = frozenset({"day", "hour"})
 FORMATS = ("json", "csv")
 # Up to 9999-12-30: a bucket start plus the largest UTC offset (+14 h) still has a calendar date.
 MAX_EPOCH = 253_402_214_399
-MAX_ID = 2**31 - 1
 MAX_ID_LENGTH = 128
 DELIVERY_MAX_DAYS = 366
 PLAYLOG_MAX_DAYS = 31

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any
+from typing import Any
 
 from litestar import Request, Response, get, post
-from litestar.params import PathParameter
 from litestar.response import Redirect
 
 from adslot import audit
@@ -15,20 +14,16 @@ from adslot.auth.keys import LIVE_PREFIX, SCOPES, TEST_PREFIX
 from adslot.console import users
 from adslot.console.forms import text
 from adslot.console.roles import ADMIN, ROLES
-from adslot.console.web import ROOT, change, console_of, need, render
+from adslot.console.web import ROOT, EnvName, RowId, change, console_of, form_fields, need, render
 from adslot.environment import Environment
 from adslot.errors import ApiError
 
-EnvName = Annotated[str, PathParameter()]
-KeyId = Annotated[int, PathParameter(ge=1, le=2**31 - 1)]
-UserId = Annotated[int, PathParameter(ge=1, le=2**31 - 1)]
-
 
 async def _form(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    """The form's fields, and the scopes ticked (one `scope` field each)."""
     form = await request.form()
-    values: dict[str, Any] = {k: v for k, v in form.items() if isinstance(v, str)}
-    values["scopes"] = [s for s in form.getall("scope") if isinstance(s, str)] if "scope" in form else []
-    return values
+    scopes = [s for s in form.getall("scope") if isinstance(s, str)] if "scope" in form else []
+    return {**await form_fields(request), "scopes": scopes}
 
 
 async def _keys_page(
@@ -90,7 +85,7 @@ async def key_create(request: Request[Any, Any, Any], env_name: EnvName) -> Resp
 
 
 @post(ROOT + "/{env_name:str}/keys/{key_id:int}/revoke", include_in_schema=False)
-async def key_revoke(request: Request[Any, Any, Any], env_name: EnvName, key_id: KeyId) -> Response[Any]:
+async def key_revoke(request: Request[Any, Any, Any], env_name: EnvName, key_id: RowId) -> Response[Any]:
     need(request, ADMIN)
     env = console_of(request).env(env_name)
 
@@ -159,7 +154,7 @@ async def user_create(request: Request[Any, Any, Any], env_name: EnvName) -> Res
 
 
 @post(ROOT + "/{env_name:str}/users/{user_id:int}/disable", include_in_schema=False)
-async def user_disable(request: Request[Any, Any, Any], env_name: EnvName, user_id: UserId) -> Response[Any]:
+async def user_disable(request: Request[Any, Any, Any], env_name: EnvName, user_id: RowId) -> Response[Any]:
     me = need(request, ADMIN)
     console = console_of(request)
     env = console.env(env_name)
@@ -187,7 +182,7 @@ async def user_disable(request: Request[Any, Any, Any], env_name: EnvName, user_
 
 
 @post(ROOT + "/{env_name:str}/users/{user_id:int}/password", include_in_schema=False)
-async def user_password(request: Request[Any, Any, Any], env_name: EnvName, user_id: UserId) -> Response[Any]:
+async def user_password(request: Request[Any, Any, Any], env_name: EnvName, user_id: RowId) -> Response[Any]:
     need(request, ADMIN)
     console = console_of(request)
     env = console.env(env_name)

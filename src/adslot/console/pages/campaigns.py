@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from typing import Annotated, Any
+from typing import Any
 
 from litestar import Request, Response, get, post
-from litestar.params import PathParameter
 from litestar.response import Redirect
 
 from adslot.campaigns import repository as campaigns_repo
@@ -26,23 +25,16 @@ from adslot.console.figures import DAY, HOUR, delivery, goal_progress, hour_floo
 from adslot.console.forms import Form, decode, drop_none, number, text, utc_input, utc_time, words
 from adslot.console.pacing import Delivered, cumulative, plan_line
 from adslot.console.roles import TRAFFIC
-from adslot.console.web import ROOT, change, console_of, need, render
+from adslot.console.web import ROOT, EnvName, RowId, change, console_of, form_fields, need, render
 from adslot.environment import Environment
 from adslot.errors import ApiError
 
-EnvName = Annotated[str, PathParameter()]
-CampaignId = Annotated[int, PathParameter(ge=1, le=2**31 - 1)]
-CreativeId = Annotated[int, PathParameter(ge=1, le=2**31 - 1)]
 BASE = ROOT + "/{env_name:str}/campaigns"
 DAYPART_ROWS = 3
 CAP_ROWS = 3
 RULE_SETS = ("targeting", "exclusions")
 CHART_HOURS_MAX = 14 * 24
 """Up to two weeks the pacing chart is hour by hour; a longer flight is shown day by day."""
-
-
-async def _form(request: Request[Any, Any, Any]) -> dict[str, str]:
-    return {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
 
 
 def _rules(form: Form, prefix: str) -> dict[str, Any] | None:
@@ -187,13 +179,16 @@ def campaign_form(campaign: Campaign) -> dict[str, Any]:
     return values
 
 
-@get(BASE, include_in_schema=False)
-async def campaign_list(request: Request[Any, Any, Any], env_name: EnvName) -> Response[str]:
-    env = console_of(request).env(env_name)
+async def _list_page(
+    request: Request[Any, Any, Any],
+    env: Environment,
+    *,
+    error: ApiError | None = None,
+    form: dict[str, Any] | None = None,
+) -> Response[str]:
     found = await env.run_sync(campaigns_repo.list_campaigns)
     advertisers = {a.id: a for a in await env.run_sync(campaigns_repo.list_advertisers)}
     now = int(time.time())
-    goals = await goal_progress(env, found, now)
     return render(
         request,
         "campaigns.html",
@@ -201,18 +196,23 @@ async def campaign_list(request: Request[Any, Any, Any], env_name: EnvName) -> R
         title="Campaigns",
         campaigns=found,
         advertisers=advertisers,
-        goals=goals,
+        goals=await goal_progress(env, found, now),
         now=now,
-        error=None,
-        form={},
+        error=error,
+        form=form or {},
     )
+
+
+@get(BASE, include_in_schema=False)
+async def campaign_list(request: Request[Any, Any, Any], env_name: EnvName) -> Response[str]:
+    return await _list_page(request, console_of(request).env(env_name))
 
 
 @post(ROOT + "/{env_name:str}/advertisers", include_in_schema=False)
 async def advertiser_create(request: Request[Any, Any, Any], env_name: EnvName) -> Response[Any]:
     need(request, TRAFFIC)
     env = console_of(request).env(env_name)
-    form = await _form(request)
+    form = await form_fields(request)
     try:
         data = decode(
             drop_none({"name": text(form, "name"), "category": text(form, "category")}), AdvertiserIn
@@ -225,21 +225,7 @@ async def advertiser_create(request: Request[Any, Any, Any], env_name: EnvName) 
             lambda c: campaigns_repo.create_advertiser(c, data),
         )
     except ApiError as error:
-        found = await env.run_sync(campaigns_repo.list_campaigns)
-        advertisers = {a.id: a for a in await env.run_sync(campaigns_repo.list_advertisers)}
-        now = int(time.time())
-        return render(
-            request,
-            "campaigns.html",
-            env=env,
-            title="Campaigns",
-            campaigns=found,
-            advertisers=advertisers,
-            goals=await goal_progress(env, found, now),
-            now=now,
-            error=error,
-            form=form,
-        )
+        return await _list_page(request, env, error=error, form=form)
     return Redirect(f"{ROOT}/{env.name}/campaigns/new", status_code=303)
 
 
@@ -290,7 +276,7 @@ async def campaign_new(request: Request[Any, Any, Any], env_name: EnvName) -> Re
 async def campaign_create(request: Request[Any, Any, Any], env_name: EnvName) -> Response[Any]:
     need(request, TRAFFIC)
     env = console_of(request).env(env_name)
-    form = await _form(request)
+    form = await form_fields(request)
     try:
         data = decode(campaign_body(form), CampaignIn)
         campaign = await change(
@@ -307,7 +293,7 @@ async def campaign_create(request: Request[Any, Any, Any], env_name: EnvName) ->
 
 @get(BASE + "/{campaign_id:int}/edit", include_in_schema=False)
 async def campaign_edit(
-    request: Request[Any, Any, Any], env_name: EnvName, campaign_id: CampaignId
+    request: Request[Any, Any, Any], env_name: EnvName, campaign_id: RowId
 ) -> Response[str]:
     need(request, TRAFFIC)
     env = console_of(request).env(env_name)
@@ -317,11 +303,11 @@ async def campaign_edit(
 
 @post(BASE + "/{campaign_id:int}/edit", include_in_schema=False)
 async def campaign_update(
-    request: Request[Any, Any, Any], env_name: EnvName, campaign_id: CampaignId
+    request: Request[Any, Any, Any], env_name: EnvName, campaign_id: RowId
 ) -> Response[Any]:
     need(request, TRAFFIC)
     env = console_of(request).env(env_name)
-    form = await _form(request)
+    form = await form_fields(request)
     try:
         patch = campaign_patch(form)
         await change(
@@ -340,11 +326,11 @@ async def campaign_update(
 
 @post(BASE + "/{campaign_id:int}/status", include_in_schema=False)
 async def campaign_status(
-    request: Request[Any, Any, Any], env_name: EnvName, campaign_id: CampaignId
+    request: Request[Any, Any, Any], env_name: EnvName, campaign_id: RowId
 ) -> Response[Any]:
     need(request, TRAFFIC)
     env = console_of(request).env(env_name)
-    patch = decode({"status": (await _form(request)).get("status")}, CampaignPatch)
+    patch = decode({"status": (await form_fields(request)).get("status")}, CampaignPatch)
     await change(
         request,
         env,
@@ -384,7 +370,7 @@ def pacing_chart(campaign: Campaign, hourly: dict[int, float], now: int, metric:
 
 @get(BASE + "/{campaign_id:int}", include_in_schema=False)
 async def campaign_detail(
-    request: Request[Any, Any, Any], env_name: EnvName, campaign_id: CampaignId
+    request: Request[Any, Any, Any], env_name: EnvName, campaign_id: RowId
 ) -> Response[str]:
     env = console_of(request).env(env_name)
     return await _detail(request, env, campaign_id)
@@ -454,11 +440,11 @@ def creative_body(form: Form) -> dict[str, Any]:
 
 @post(BASE + "/{campaign_id:int}/creatives", include_in_schema=False)
 async def creative_create(
-    request: Request[Any, Any, Any], env_name: EnvName, campaign_id: CampaignId
+    request: Request[Any, Any, Any], env_name: EnvName, campaign_id: RowId
 ) -> Response[Any]:
     need(request, TRAFFIC)
     env = console_of(request).env(env_name)
-    form = await _form(request)
+    form = await form_fields(request)
     try:
         data = decode(creative_body(form), CreativeIn)
         await change(
@@ -475,11 +461,11 @@ async def creative_create(
 
 @post(BASE + "/{campaign_id:int}/creatives/{creative_id:int}", include_in_schema=False)
 async def creative_update(
-    request: Request[Any, Any, Any], env_name: EnvName, campaign_id: CampaignId, creative_id: CreativeId
+    request: Request[Any, Any, Any], env_name: EnvName, campaign_id: RowId, creative_id: RowId
 ) -> Response[Any]:
     need(request, TRAFFIC)
     env = console_of(request).env(env_name)
-    form = await _form(request)
+    form = await form_fields(request)
     try:
         patch = decode(
             drop_none({"status": text(form, "status"), "weight": number(form, "weight")}), CreativePatch

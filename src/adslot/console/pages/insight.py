@@ -7,11 +7,10 @@ import multiprocessing
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import anyio.to_thread
 from litestar import Request, Response, get, post
-from litestar.params import PathParameter
 
 from adslot.campaigns import repository as campaigns_repo
 from adslot.campaigns.schemas import DAYS, CampaignIn, CreativeIn
@@ -19,7 +18,7 @@ from adslot.console.charts import Series, line_chart
 from adslot.console.figures import DAY, hour_floor
 from adslot.console.forms import decode, number, text, utc_input
 from adslot.console.pages.campaigns import CAP_ROWS, DAYPART_ROWS, RULE_SETS, campaign_body
-from adslot.console.web import ROOT, console_of, render
+from adslot.console.web import ROOT, EnvName, console_of, form_fields, render
 from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.reporting import health
@@ -34,7 +33,6 @@ from adslot.simulation.forecast import (
 )
 from adslot.storage.database import make_engine, read_transaction
 
-EnvName = Annotated[str, PathParameter()]
 CRITERIA_LABELS = {
     health.FILL: "Ad requests answered with a VAST",
     health.PLAYED: "Ads played",
@@ -178,7 +176,7 @@ def in_child_process(
 async def forecast_run(request: Request[Any, Any, Any], env_name: EnvName) -> Response[str]:
     """A forecast reads and never writes: any role may run one."""
     env = console_of(request).env(env_name)
-    form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+    form = await form_fields(request)
     data_dir = env.settings.data_dir / "forecasts"
     try:
         proposal = _proposal(form)

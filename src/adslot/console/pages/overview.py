@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from typing import Annotated, Any
+from typing import Any
 
 from litestar import Request, Response, get
-from litestar.params import PathParameter
 
 from adslot.campaigns import repository as campaigns_repo
 from adslot.console.charts import Series, line_chart
 from adslot.console.figures import DAY, HOUR, delivery, goal_progress, hour_floor
-from adslot.console.web import ROOT, console_of, render
-
-EnvName = Annotated[str, PathParameter()]
+from adslot.console.web import ROOT, EnvName, console_of, render
 
 
 @get(ROOT + "/{env_name:str}", include_in_schema=False)

@@ -4,24 +4,22 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import urlencode
 
 from litestar import Request, Response, get
-from litestar.params import PathParameter
 from litestar.response import Stream
 
 from adslot.api.reports import CSV, attachment, stream_playlog
 from adslot.console.charts import Series, line_chart
 from adslot.console.figures import DAY
-from adslot.console.web import ROOT, console_of, render
+from adslot.console.web import ROOT, EnvName, console_of, render
 from adslot.errors import ApiError
 from adslot.reporting import query as q
 from adslot.reporting.formats import delivery_columns, delivery_csv
 from adslot.reporting.repository import delivery_report, playlog_page
 from adslot.reporting.schemas import DeliveryReport
 
-EnvName = Annotated[str, PathParameter()]
 PLAYLOG_PAGE = 100
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from litestar import Request, Response, get, post
-from litestar.datastructures import Cookie
 from litestar.exceptions import NotFoundException
 from litestar.params import PathParameter
 from litestar.response import Redirect
@@ -19,6 +18,7 @@ from adslot.console.web import (
     ROOT,
     SIGN_IN,
     console_of,
+    cookie,
     current_user,
     new_pre_session_token,
     render,
@@ -46,19 +46,11 @@ def _sign_in_page(
     request: Request[Any, Any, Any], *, email: str = "", problem: str | None = None, status: int = 200
 ) -> Response[str]:
     token = request.cookies.get(PRE_SESSION_COOKIE) or new_pre_session_token()
-    cookie = Cookie(
-        key=PRE_SESSION_COOKIE,
-        value=token,
-        path=SIGN_IN,
-        httponly=True,
-        samesite="lax",
-        secure=console_of(request).secure_cookies or request.url.scheme == "https",
-    )
     return render(
         request,
         "sign_in.html",
         status=status,
-        cookies=[cookie],
+        cookies=[cookie(request, PRE_SESSION_COOKIE, token, SIGN_IN)],
         pre_csrf=token,
         email=email,
         problem=problem,

@@ -13,13 +13,13 @@ from litestar.response import Redirect
 
 from adslot.console.forms import Form, decode, drop_none, number, text, words
 from adslot.console.roles import TRAFFIC
-from adslot.console.web import ROOT, change, console_of, need, render
+from adslot.console.web import ROOT, EnvName, change, console_of, form_fields, need, render
+from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.inventory import repository as inventory
 from adslot.inventory.csv_import import MAX_CSV_BYTES, CsvError, import_venues
-from adslot.inventory.schemas import ScreenIn, ScreenPatch, Venue, VenueIn, VenuePatch
+from adslot.inventory.schemas import Screen, ScreenIn, ScreenPatch, Venue, VenueIn, VenuePatch
 
-EnvName = Annotated[str, PathParameter()]
 VenueId = Annotated[str, PathParameter()]
 ScreenId = Annotated[str, PathParameter()]
 BASE = ROOT + "/{env_name:str}/venues"
@@ -62,10 +62,6 @@ def matches(venue: Venue, query: str) -> bool:
     return any(needle in item.casefold() for item in haystack)
 
 
-async def _form(request: Request[Any, Any, Any]) -> dict[str, str]:
-    return {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
-
-
 @get(BASE, include_in_schema=False)
 async def venue_list(request: Request[Any, Any, Any], env_name: EnvName) -> Response[str]:
     env = console_of(request).env(env_name)
@@ -77,7 +73,7 @@ async def venue_list(request: Request[Any, Any, Any], env_name: EnvName) -> Resp
 
 def _venue_page(
     request: Request[Any, Any, Any],
-    env: Any,
+    env: Environment,
     *,
     form: dict[str, Any],
     error: ApiError | None = None,
@@ -117,7 +113,7 @@ async def venue_new(request: Request[Any, Any, Any], env_name: EnvName) -> Respo
 async def venue_create(request: Request[Any, Any, Any], env_name: EnvName) -> Response[Any]:
     need(request, TRAFFIC)
     env = console_of(request).env(env_name)
-    form = await _form(request)
+    form = await form_fields(request)
     try:
         data = decode(drop_none({"venue_id": text(form, "venue_id"), **venue_body(form)}), VenueIn)
         venue = await change(
@@ -141,7 +137,7 @@ async def venue_update(
 ) -> Response[Any]:
     need(request, TRAFFIC)
     env = console_of(request).env(env_name)
-    form = await _form(request)
+    form = await form_fields(request)
     body = venue_body(form)
     body["impressions_per_play"] = body["impressions_per_play"] or 1.0
     try:
@@ -166,7 +162,7 @@ async def screen_create(
 ) -> Response[Any]:
     need(request, TRAFFIC)
     env = console_of(request).env(env_name)
-    form = await _form(request)
+    form = await form_fields(request)
     try:
         data = decode(drop_none({"screen_id": text(form, "screen_id"), **screen_body(form)}), ScreenIn)
         await change(
@@ -189,20 +185,29 @@ async def screen_edit(
     request: Request[Any, Any, Any], env_name: EnvName, venue_id: VenueId, screen_id: ScreenId
 ) -> Response[str]:
     env = console_of(request).env(env_name)
-    venue = await env.run_sync(lambda c: inventory.get_venue(c, venue_id))
-    screen = next((s for s in venue.screens if s.screen_id == screen_id), None)
-    if screen is None:
-        raise ApiError(404, "unknown_screen", f"no screen {screen_id!r} in venue {venue_id!r}", "screen_id")
+    screen = await env.run_sync(lambda c: inventory.get_screen(c, venue_id, screen_id))
     form = {name: getattr(screen, name) for name in SCREEN_FIELDS}
     form["mime_types"] = ", ".join(screen.mime_types or [])
+    return await _screen_page(request, env, screen, form)
+
+
+async def _screen_page(
+    request: Request[Any, Any, Any],
+    env: Environment,
+    screen: Screen,
+    form: dict[str, Any],
+    error: ApiError | None = None,
+) -> Response[str]:
+    venue = await env.run_sync(lambda c: inventory.get_venue(c, screen.venue_id))
     return render(
         request,
         "screen_form.html",
         env=env,
-        title=f"Screen {screen_id}",
+        title=f"Screen {screen.screen_id}",
         venue=venue,
         screen=screen,
         form=form,
+        error=error,
     )
 
 
@@ -212,34 +217,20 @@ async def screen_update(
 ) -> Response[Any]:
     need(request, TRAFFIC)
     env = console_of(request).env(env_name)
-    form = await _form(request)
+    form = await form_fields(request)
     try:
         patch = decode(screen_body(form), ScreenPatch)
-
-        def before(c: Any) -> Any:
-            return next(s for s in inventory.get_venue(c, venue_id).screens if s.screen_id == screen_id)
-
         await change(
             request,
             env,
             "screen.update",
             f"screen {venue_id}/{screen_id}",
             lambda c: inventory.update_screen(c, venue_id, screen_id, patch),
-            before=before,
+            before=lambda c: inventory.get_screen(c, venue_id, screen_id),
         )
     except ApiError as error:
-        venue = await env.run_sync(lambda c: inventory.get_venue(c, venue_id))
-        screen = next((s for s in venue.screens if s.screen_id == screen_id), None)
-        return render(
-            request,
-            "screen_form.html",
-            env=env,
-            title=f"Screen {screen_id}",
-            venue=venue,
-            screen=screen,
-            form=form,
-            error=error,
-        )
+        screen = await env.run_sync(lambda c: inventory.get_screen(c, venue_id, screen_id))
+        return await _screen_page(request, env, screen, form, error)
     return Redirect(f"{ROOT}/{env.name}/venues/v/{quote(venue_id, safe='')}?saved=1", status_code=303)
 
 
