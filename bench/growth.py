@@ -73,6 +73,8 @@ def generate(
             expires + SETTLE_GRACE_SECONDS,  # settled_at
             "played" if played else "expired",  # settle_reason
             None,  # key_id: preloaded rows belong to no key
+            None,  # source_network: unknown, as for rows stored before the invalid-traffic rules
+            15,  # duration_seconds: the creative's
             ALL_WRAPPER_FIRES if played else 0,  # fired
         )
         assert len(row) == len(LOAD_COLUMNS)

@@ -357,3 +357,80 @@ def test_two_write_batches_may_be_in_flight_by_default_at_least_one_and_at_most_
     # Each frame in flight keeps its answer in one of ANSWER_SLOTS rows until it is answered.
     with pytest.raises(SettingsError, match="ADSLOT_BATCHES_IN_FLIGHT must be <= 32"):
         load_settings({"ADSLOT_BATCHES_IN_FLIGHT": "33"})
+
+
+def test_retention_is_off_by_default_at_least_8_days_and_longer_than_the_upload_window() -> None:
+    assert load_settings({}).retention_days is None
+    assert load_settings({"ADSLOT_RETENTION_DAYS": "off"}).retention_days is None
+    settings = load_settings({"ADSLOT_RETENTION_DAYS": "90", "ADSLOT_RETENTION_BATCH_ROWS": "1000"})
+    assert (settings.retention_days, settings.retention_batch_rows, settings.retention_pause_seconds) == (
+        90,
+        1000,
+        0.1,
+    )
+    with pytest.raises(SettingsError, match="ADSLOT_RETENTION_DAYS must be >= 8"):
+        load_settings({"ADSLOT_RETENTION_DAYS": "7"})
+    with pytest.raises(SettingsError, match="ADSLOT_RETENTION_DAYS must be an integer"):
+        load_settings({"ADSLOT_RETENTION_DAYS": "a month"})
+    with pytest.raises(SettingsError, match="must exceed ADSLOT_POP_UPLOAD_WINDOW_HOURS"):
+        load_settings({"ADSLOT_RETENTION_DAYS": "10", "ADSLOT_POP_UPLOAD_WINDOW_HOURS": "240"})
+    with pytest.raises(SettingsError, match="ADSLOT_RETENTION_BATCH_ROWS must be <= 10000"):
+        load_settings({"ADSLOT_RETENTION_BATCH_ROWS": "10001"})
+
+
+def test_rate_limits_are_read_validated_and_off_for_ad_requests_by_default() -> None:
+    defaults = load_settings({})
+    limits = (defaults.rate_limit_ad_requests, defaults.rate_limit_burst, defaults.rate_limit_pixels)
+    assert limits == (0, 0, 50)
+    assert (defaults.redis_url, defaults.redis_key_prefix) == (None, "adslot")
+    settings = load_settings(
+        {
+            "ADSLOT_RATE_LIMIT_AD_REQUESTS": "0.5",
+            "ADSLOT_RATE_LIMIT_BURST": "4",
+            "ADSLOT_RATE_LIMIT_PIXELS": "0",
+            "ADSLOT_REDIS_URL": "redis://127.0.0.1:6379/0",
+            "ADSLOT_REDIS_KEY_PREFIX": "fleet-a",
+        }
+    )
+    limits = (settings.rate_limit_ad_requests, settings.rate_limit_burst, settings.rate_limit_pixels)
+    assert limits == (0.5, 4, 0)
+    assert (settings.redis_url, settings.redis_key_prefix) == ("redis://127.0.0.1:6379/0", "fleet-a")
+    for name, value, message in (
+        ("ADSLOT_RATE_LIMIT_AD_REQUESTS", "fast", "must be a number"),
+        ("ADSLOT_RATE_LIMIT_AD_REQUESTS", "-1", "between 0 and 1e9"),
+        ("ADSLOT_RATE_LIMIT_AD_REQUESTS", "inf", "between 0 and 1e9"),
+        ("ADSLOT_RATE_LIMIT_BURST", "0.5", "at least 1"),
+        ("ADSLOT_RATE_LIMIT_PIXELS", "-5", "must be >= 0"),
+        ("ADSLOT_REDIS_URL", "http://127.0.0.1:6379", "redis://, rediss:// or unix://"),
+        ("ADSLOT_REDIS_KEY_PREFIX", "a b", "ADSLOT_REDIS_KEY_PREFIX"),
+    ):
+        with pytest.raises(SettingsError, match=message):
+            load_settings({name: value})
+
+
+def test_offline_upload_window_and_invalid_traffic_rules_default_to_72_hours_and_every_rule() -> None:
+    settings = load_settings({})
+    assert settings.pop_upload_window_seconds == 72 * 3600
+    assert settings.ivt_rules == ("too_fast", "out_of_order", "foreign_network", "burst")
+    assert (settings.ivt_ipv4_prefix, settings.ivt_ipv6_prefix, settings.trusted_proxies) == (16, 48, ())
+    chosen = load_settings(
+        {"ADSLOT_IVT_RULES": "burst, too_fast", "ADSLOT_TRUSTED_PROXIES": "10.0.0.1,fd00::/8"}
+    )
+    assert chosen.ivt_rules == ("too_fast", "burst")
+    assert chosen.trusted_proxies == ("10.0.0.1/32", "fd00::/8")
+    assert load_settings({"ADSLOT_IVT_RULES": "none"}).ivt_rules == ()
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("ADSLOT_IVT_RULES", "too_fast,slow"),
+        ("ADSLOT_TRUSTED_PROXIES", "proxy.example.com"),
+        ("ADSLOT_POP_UPLOAD_WINDOW_HOURS", "0"),
+        ("ADSLOT_IVT_IPV6_PREFIX", "64"),
+        ("ADSLOT_IVT_TOO_FAST_PERCENT", "101"),
+    ],
+)
+def test_bad_invalid_traffic_and_upload_settings_are_refused_at_start(name: str, value: str) -> None:
+    with pytest.raises(SettingsError):
+        load_settings({name: value})

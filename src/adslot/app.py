@@ -12,8 +12,13 @@ from adslot.api.http import build_litestar
 from adslot.collector import settle_heap
 from adslot.console.app import build_console
 from adslot.console.web import ROOT as CONSOLE_ROOT
+from adslot.edge.asgi import serve_with_edge
+from adslot.edge.headers import EdgeHeaders
 from adslot.environment import Environment
+from adslot.ops.app import PATHS as OPS_PATHS
+from adslot.ops.app import OpsApp
 from adslot.settings import Settings, load_settings
+from adslot.telemetry.logs import configure_logging
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -38,6 +43,10 @@ class AdslotApp:
             self._mounts.append((env.config.mount_path, litestar))
         # The console serves both environments from one place: its own app, matched before any mount.
         self._console: ASGIApp = build_console(self.environments)  # type: ignore[assignment]
+        # /metrics, /healthz and /readyz belong to the host, not to an environment: matched before all.
+        self._ops = OpsApp(settings, self.environments)
+        self.edge = EdgeHeaders(settings, (mount for mount, _ in self._mounts))
+        """The request id and CORS headers of every answer, which the hot lane (api/protocol.py) reads too."""
 
     def lanes(self) -> list[tuple[str, Environment]]:
         """(mount path, environment), longest mount first, for the HTTP protocol's hot lane
@@ -49,15 +58,24 @@ class AdslotApp:
     async def start(self) -> None:
         for env in self.environments.values():
             await env.start()
+        self._ops.start()
 
     async def stop(self) -> None:
         for env in self.environments.values():
             await env.stop()
+        await self._ops.stop()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             return await self._lifespan(receive, send)
+        if scope["type"] == "http":
+            return await serve_with_edge(self.edge, scope, receive, send, self._route)
+        return await self._route(scope, receive, send)
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope["path"]
+        if path in OPS_PATHS:
+            return await self._ops(scope, receive, send)
         if path == CONSOLE_ROOT or path.startswith(CONSOLE_ROOT + "/"):
             return await self._console(scope, receive, send)
         for mount, app in self._mounts:
@@ -92,4 +110,6 @@ class AdslotApp:
 
 def create_app(**overrides: Any) -> AdslotApp:
     """uvicorn factory of `adslot serve`: settings from ADSLOT_* variables (the CLI sets them from flags)."""
-    return AdslotApp(load_settings(**overrides), settle_heap=True)
+    settings = load_settings(**overrides)
+    configure_logging(settings.log_format, settings.log_level)  # in each worker: the factory runs there
+    return AdslotApp(settings, settle_heap=True)

@@ -19,15 +19,19 @@ from adslot.auth import repository as keys_repo
 from adslot.campaigns import repository as campaigns_repo
 from adslot.campaigns.schemas import AdvertiserIn, CampaignIn, CampaignPatch, CreativeIn, CreativePatch
 from adslot.console.commands import users_group
+from adslot.db_commands import db_backup, db_restore, db_rollup
 from adslot.environment import prepare_database
 from adslot.errors import ApiError, invalid_value
 from adslot.inventory import repository as inventory_repo
 from adslot.inventory.csv_import import import_venues
 from adslot.inventory.schemas import ScreenIn, ScreenPatch, VenueIn, VenuePatch
 from adslot.ledger.backends import with_writer_processes
+from adslot.ledger.ivt import ivt_config
 from adslot.ledger.shared_writer import shared_writers
 from adslot.settings import ENVIRONMENTS, SettingsError, load_settings
 from adslot.shell import CommandError, api_error, cli_actor, run_on
+from adslot.telemetry.logs import configure_logging
+from adslot.telemetry.metrics import prepare_multiprocess
 from adslot.workers import REUSE_PORT, bound_socket, run_workers, serve_one
 
 T = TypeVar("T")
@@ -136,6 +140,7 @@ def serve(host: str | None, port: int | None, workers: int, log_level: str) -> N
         settings = load_settings()
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from exc
+    configure_logging(settings.log_format, settings.log_level)
     key = None
     for env in settings.environments:
         key = prepare_database(env) or key
@@ -157,6 +162,7 @@ def serve(host: str | None, port: int | None, workers: int, log_level: str) -> N
         "loop": "uvloop" if sys.platform != "win32" else "asyncio",
         "http": _http_protocol(uvicorn.__version__),
         "log_level": log_level,
+        "log_config": None,  # uvicorn's loggers use adslot's (telemetry/logs.py)
         "access_log": False,
         "timeout_graceful_shutdown": 10,
     }
@@ -178,8 +184,10 @@ def serve(host: str | None, port: int | None, workers: int, log_level: str) -> N
             serve_one(config, sock, announce)
 
     # SQLite's ledger writer process of each environment, for all workers: one commit for all their batches.
-    with shared_writers(with_writer_processes(settings.environments)) as socket_dir:
+    with shared_writers(with_writer_processes(settings.environments), ivt_config(settings)) as socket_dir:
         os.environ["ADSLOT_LEDGER_SOCKET_DIR"] = str(socket_dir)
+        if workers > 1:  # the workers' metrics meet in files there, read by /metrics (telemetry/metrics.py)
+            prepare_multiprocess(settings.data_dir.resolve() / "metrics" / str(settings.port))
         run()
 
 
@@ -194,6 +202,10 @@ def db_upgrade(env_name: str) -> None:
     """Apply migrations (serve does this itself)."""
     run_on(env_name, lambda conn: None)
     click.echo(f"{env_name}: database at the latest migration")
+
+
+for _command in (db_backup, db_restore, db_rollup):  # db_commands.py
+    db.add_command(_command)
 
 
 @main.group()

@@ -25,13 +25,18 @@ from adslot.catalog import Catalog, bump_version, current_version, load_catalog
 from adslot.ledger.backends import ledger_for
 from adslot.ledger.budget import DeliveryCache
 from adslot.ledger.group_commit import GroupCommitter
+from adslot.ledger.ivt import ivt_config
 from adslot.ledger.records import AdRequest, Operation, Verdict, reserves
 from adslot.ledger.sweeper import ExpirySweeper
+from adslot.limits.keys import key_limiter
+from adslot.limits.pixels import PixelGuard
+from adslot.retention.task import RetentionTask
 from adslot.sandbox.seed import seed_sandbox, testing_key
 from adslot.settings import EnvironmentSettings, Settings
 from adslot.storage.database import is_sqlite, make_engine, read_transaction, write_transaction
 from adslot.storage.failures import OutageLog
-from adslot.storage.migrate import upgrade
+from adslot.storage.migrate import one_at_a_time, upgrade
+from adslot.telemetry.metrics import meters_for
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -41,11 +46,12 @@ def prepare_database(env: EnvironmentSettings) -> str | None:
     """Migrate the environment's database and seed the sandbox; return the sandbox testing key."""
     engine = make_engine(env)
     try:
-        upgrade(engine, env.database_schema)
-        if env.name != "sandbox":
-            return None
-        with write_transaction(engine) as conn:
-            return seed_sandbox(conn)
+        with one_at_a_time(engine, env.database_schema):  # nodes starting together take turns
+            upgrade(engine, env.database_schema)
+            if env.name != "sandbox":
+                return None
+            with write_transaction(engine) as conn:
+                return seed_sandbox(conn)
     finally:
         engine.dispose()
 
@@ -73,7 +79,9 @@ class Environment:
         self.name = env.name
         self.base_url = env.public_url
         self.engine = make_engine(env)
-        self.store = ledger_for(env, settings.ledger_socket_dir)
+        self.meters = meters_for(env.name)
+        """This process's tallies of its metrics (telemetry/metrics.py), counted on the hot paths."""
+        self.store = ledger_for(env, settings.ledger_socket_dir, ivt_config(settings))
         # On PostgreSQL, concurrent batches that reserve queue on the same counter rows' locks: one at a
         # time (a capped ad request serves about a fifth more a second so). SQLite's writer takes one
         # batch at a time anyway, and the next one waiting in its pipe keeps it busy.
@@ -82,6 +90,7 @@ class Environment:
             settings.batch_max,
             settings.batches_in_flight,
             contended=None if is_sqlite(env.database_url) else reserves,
+            observe=self.meters.batch,
         )
         # Point reads of ad requests (the inline VAST, the record) are batched as writes are: concurrent
         # readers share one statement (id IN / id = ANY). On PostgreSQL that is one round trip instead of a
@@ -104,6 +113,11 @@ class Environment:
             name=f"expiry-sweep-{env.name}",
             retention=settings.counter_retention_seconds,
         )
+        # Rate limits (limits/): ad requests per key, and the guard in front of the ledger for pixels.
+        self.ad_request_limit = key_limiter(settings, env.name)
+        self.pixels = PixelGuard(self.writer, settings.rate_limit_pixels)
+        # Old ad requests rolled up into report aggregates (ADSLOT_RETENTION_DAYS; does nothing when unset).
+        self.retention = RetentionTask.of(settings, self.engine, env.name)
         self.rng = random.Random(seed)
         self.catalog: Catalog | None = None
         self.testing_key: str | None = None
@@ -119,14 +133,17 @@ class Environment:
         self.writer.start()
         self._reads.start()
         self.key_lookup.start()
+        await self.ad_request_limit.start()
         await self.refresh_catalog()
         self._poller = asyncio.get_running_loop().create_task(
             self._poll_catalog(), name=f"catalog-{self.name}"
         )
         self.sweeper.start()
+        self.retention.start()
 
     async def stop(self) -> None:
         await self.sweeper.stop()
+        await self.retention.stop()
         for task in (self._poller, self._reload):
             if task is not None:
                 task.cancel()
@@ -136,6 +153,7 @@ class Environment:
         await self._reads.close()
         await self.key_lookup.close()
         await self.store.close()
+        await self.ad_request_limit.stop()
         self.engine.dispose()
 
     async def run_sync(

@@ -37,6 +37,9 @@ from types import FrameType
 import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 
+from adslot.telemetry.logs import configure_from_environment
+from adslot.telemetry.metrics import worker_gone
+
 log = logging.getLogger(__name__)
 REUSE_PORT = hasattr(socket, "SO_REUSEPORT")
 POLL_SECONDS = 0.5
@@ -97,6 +100,7 @@ def _worker(config: uvicorn.Config, parent: int, listening: Connection) -> None:
     listening.send(os.getpid())
     listening.close()
     config.configure_logging()
+    configure_from_environment()  # the app's lines and uvicorn's, in ADSLOT_LOG_FORMAT (telemetry/logs.py)
     _serve(config, sock)
 
 
@@ -138,6 +142,8 @@ def run_workers(
                     stopping.set()
                     break
                 log.error("worker %s exited (%s); starting another", process.pid, process.exitcode)
+                if process.pid is not None:
+                    worker_gone(process.pid)  # its live gauges go; its counts stay
                 processes[index] = start()
     finally:
         for process in processes:

@@ -27,6 +27,7 @@ HOT = {
     ("head", "/api/v1/ad/tracking/video"),
     ("post", "/api/v1/ad/request/{ad_request_uuid}/release"),
     ("get", "/api/v1/ad/manifest"),
+    ("post", "/api/v1/ad/pop/batch"),
 }
 MANAGEMENT = {
     ("get", "/api/v1/advertisers"),
@@ -53,6 +54,7 @@ KEYED = {
     ("get", "/api/v1/ad/request/{ad_request_uuid}"),
     ("post", "/api/v1/ad/request/{ad_request_uuid}/release"),
     ("get", "/api/v1/ad/manifest"),
+    ("post", "/api/v1/ad/pop/batch"),
 }
 PIXELS = {op for op in HOT if "callback" in op[1] or "tracking" in op[1]}
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -74,6 +76,7 @@ EXPECTED_ERRORS = {
     ("post", "/api/v1/venues/{venue_id}/screens"): {400, 401, 403, 404, 409},
     ("post", "/api/v1/ad/request/{ad_request_uuid}/release"): {400, 401, 403, 404, 409, 410},
     ("get", "/api/v1/ad/manifest"): {400, 401, 403, 422},
+    ("post", "/api/v1/ad/pop/batch"): {400, 401, 403, 413, 415},
     ("get", "/api/v1/reports/delivery"): {400, 401, 403, 422},
     ("get", "/api/v1/reports/playlog"): {400, 401, 403},
     ("post", "/api/v1/venues/import"): {400, 401, 403, 413, 415},

@@ -19,6 +19,7 @@ import pytest
 from adslot.api import protocol
 from adslot.api.protocol import missing_internals
 from adslot.app import ASGIApp, Receive, Scope, Send
+from adslot.edge.cors import EXPOSE_HEADERS
 from adslot.storage.failures import LedgerUnavailable
 from tests.conftest import PROD_VENUE, LiveServer, play_time
 from tests.contract.support import AD_REQUEST, issue
@@ -102,7 +103,7 @@ def test_pixels_and_the_inline_vast_are_answered_by_the_lane_and_everything_else
         (_get(_pixel(ad, "start"), method="HEAD"), True),
         (_get(f"/api/v1/ad/vast/{ad}"), False),
         (_get("/sandbox" + _pixel(sandbox, "midpoint")), False),
-        (_get("/healthz"), False),
+        (_get("/openapi.json"), False),
         (_get(f"/api/v1/ad/callback/?ad_request_uuid={ad.replace('-', '%2D')}"), False),
     ]
     with asgi_answers_418(live) as reached, _connection(live) as (sock, stream):
@@ -122,12 +123,14 @@ def test_pixels_and_the_inline_vast_are_answered_by_the_lane_and_everything_else
         "result": "counted",
     }
     # Only what the lane is not sure of reached ASGI: an unknown path and a percent-escaped URL.
-    assert reached == ["/healthz", "/api/v1/ad/callback/"]
+    assert reached == ["/openapi.json", "/api/v1/ad/callback/"]
 
 
 def test_the_lane_answers_exactly_as_the_asgi_lane_does(live: LiveServer, http: httpx.Client) -> None:
     """The same request, once plain (the protocol's lane) and once with its dashes percent-escaped (which
-    sends it through ASGI): the same status, headers and body, but for the date."""
+    sends it through ASGI): the same status, headers (the request id they both send echoed, the CORS
+    headers) and body, but for the date."""
+    same_id = "X-Request-Id: compare-lanes"
     ad = issue(http, live)["ad_request_uuid"]
     for plain in (
         "/api/v1/ad/callback/?ad_request_uuid=not-a-uuid",
@@ -139,12 +142,12 @@ def test_the_lane_answers_exactly_as_the_asgi_lane_does(live: LiveServer, http: 
         "/api/v1/ad/vast/not-a-uuid",
         f"/api/v1/ad/vast/{ad}",
     ):
-        lane, asgi = _exchange(live, _get(plain), _get(plain.replace("-", "%2D")))
+        lane, asgi = _exchange(live, _get(plain, same_id), _get(plain.replace("-", "%2D"), same_id))
         assert lane[1].pop("date") and asgi[1].pop("date")
         assert lane == asgi, plain
     # A counted fire and its repeat differ only in the result.
     pixel = _pixel(ad, "complete")
-    lane, asgi = _exchange(live, _get(pixel), _get(pixel.replace("-", "%2D")))
+    lane, asgi = _exchange(live, _get(pixel, same_id), _get(pixel.replace("-", "%2D"), same_id))
     assert json.loads(lane[2])["data"]["result"] == "counted"
     assert json.loads(asgi[2])["data"]["result"] == "duplicate"
     for headers in (lane[1], asgi[1]):
@@ -152,7 +155,14 @@ def test_the_lane_answers_exactly_as_the_asgi_lane_does(live: LiveServer, http: 
     assert (
         lane[1]
         == asgi[1]
-        == {"server": "uvicorn", "content-type": "application/json", "cache-control": "no-store"}
+        == {
+            "server": "uvicorn",
+            "content-type": "application/json",
+            "cache-control": "no-store",
+            "x-request-id": "compare-lanes",
+            "access-control-allow-origin": "*",
+            "access-control-expose-headers": EXPOSE_HEADERS.decode(),
+        }
     )
 
 

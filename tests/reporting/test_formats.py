@@ -38,6 +38,8 @@ METRICS = [
     "expired",
     "released",
 ]
+INVALID = ["invalid_too_fast", "invalid_out_of_order", "invalid_foreign_network", "invalid_burst"]
+"""The CSV's columns for the JSON's `invalid` counts."""
 
 
 def report_of(group_by: str) -> object:
@@ -56,11 +58,11 @@ def test_delivery_csv_has_dimension_then_metric_columns_and_crlf_lines() -> None
     body = delivery_csv(report_of("screen")).decode()  # type: ignore[arg-type]
     assert body.endswith("\r\n") and body.count("\r\n") == 3
     rows = list(csv.reader(io.StringIO(body)))
-    assert rows[0] == ["venue_id", "screen_id", *METRICS]
+    assert rows[0] == ["venue_id", "screen_id", *METRICS, *INVALID]
     assert body.splitlines()[1].startswith('"lobby, ""east""",,0,2,,1,1.25,')
     assert (
         rows[1]
-        == ['lobby, "east"', "", "0", "2", "", "1", "1.25", "1", "0", "0", "0", "0", "0.0"] + ["0"] * 4
+        == ['lobby, "east"', "", "0", "2", "", "1", "1.25", "1", "0", "0", "0", "0", "0.0"] + ["0"] * 8
     )
     assert rows[2][:6] == ["mall", "s1", "3", "1", "0.3333", "0"]
     assert rows[2][12] == ""  # completion_rate without a start
@@ -71,8 +73,8 @@ def test_delivery_json_is_the_envelope_and_rows_carry_only_grouped_dimensions() 
     assert body["status"] == 200
     assert body["data"]["group_by"] == ["venue"] and body["data"]["from"] == 0
     row = body["data"]["rows"][0]
-    assert set(row) == {"venue_id", *METRICS}
-    assert set(body["data"]["totals"]) == set(METRICS)
+    assert set(row) == {"venue_id", *METRICS, "invalid"}
+    assert set(body["data"]["totals"]) == {*METRICS, "invalid"}
 
 
 def test_playlog_csv_header_then_rows_with_empty_cells_for_events_not_counted() -> None:

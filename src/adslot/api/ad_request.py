@@ -9,6 +9,7 @@ import msgspec
 
 from adslot import __version__
 from adslot.api.auth import authenticate, known_key
+from adslot.api.rate_limited import ad_requests_limited
 from adslot.api.reply import NO_STORE, XML, Reply, error_reply, json_reply
 from adslot.auth.keys import SCOPE_AD_REQUEST
 from adslot.environment import Environment
@@ -121,10 +122,19 @@ async def handle_ad_request(
     content_type: str | None,
     body: bytes,
     content_encoding: str | None = None,
+    source: int = 0,
 ) -> Reply:
+    """`source`: the client's network (api/sources.py), stored with the ad request for the invalid-traffic
+    rules."""
     try:
         return await _ad_request(
-            env, key=key, fmt=fmt, content_type=content_type, content_encoding=content_encoding, body=body
+            env,
+            key=key,
+            fmt=fmt,
+            content_type=content_type,
+            content_encoding=content_encoding,
+            body=body,
+            source=source,
         )
     except ApiError as error:
         return error_reply(error, NO_STORE)
@@ -138,8 +148,15 @@ async def _ad_request(
     content_type: str | None,
     content_encoding: str | None,
     body: bytes,
+    source: int = 0,
 ) -> Reply:
     account = known_key(env, key, SCOPE_AD_REQUEST) or await authenticate(env, key, SCOPE_AD_REQUEST)
+    # The key's rate limit (limits/keys.py): 0 goes on, > 0 is a Retry-After, -1 asks the shared bucket.
+    if limited := env.ad_request_limit.check(account.key_id):
+        if limited < 0:
+            limited = await env.ad_request_limit.wait(account.key_id)
+        if limited:
+            return ad_requests_limited(limited)
     fmt = check_format(fmt)
     check_content_type(content_type)
     check_content_encoding(content_encoding)
@@ -162,7 +179,12 @@ async def _ad_request(
         env.writer,
         env.rng,
         SlotRequest(
-            account.account_id, request.venue_id, request.screen_id, request.play_time, account.key_id
+            account.account_id,
+            request.venue_id,
+            request.screen_id,
+            request.play_time,
+            account.key_id,
+            source or None,
         ),
         now=now,
         play_window_seconds=env.settings.play_window_seconds,

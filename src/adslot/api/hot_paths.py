@@ -70,9 +70,10 @@ def response_headers(reply: Reply) -> list[tuple[bytes, bytes]]:
     return [*tail] if reply.status == 204 else [(b"content-length", b"%d" % len(reply.body)), *tail]
 
 
-def pixel_route(env: Environment, path: str, query: bytes) -> Begin | None:
+def pixel_route(env: Environment, path: str, query: bytes, source: int = 0) -> Begin | None:
     """The begin_event of a pixel (impression or tracking) at `path`, relative to the environment's mount,
-    or None: the hot lane answers it from its verdict's callback, without a task."""
+    or None: the hot lane answers it from its verdict's callback, without a task. `source`: the client's
+    network (api/sources.py)."""
     if path in IMPRESSION_PATHS:
         params = read_query(query)
         return partial(
@@ -81,6 +82,7 @@ def pixel_route(env: Environment, path: str, query: bytes) -> Begin | None:
             event="impression",
             ad_request_uuid=params.get("ad_request_uuid"),
             layer=params.get("layer"),
+            source=source,
         )
     if path in TRACKING_PATHS:
         params = read_query(query)
@@ -91,6 +93,7 @@ def pixel_route(env: Environment, path: str, query: bytes) -> Begin | None:
             ad_request_uuid=params.get("ad_request_uuid"),
             layer=params.get("layer"),
             events=QUARTILE_EVENTS,
+            source=source,
         )
     return None
 
@@ -103,9 +106,10 @@ def inline_vast_route(env: Environment, method: str, path: str) -> Handler | Non
 
 
 def ad_request_route(
-    env: Environment, query: bytes, headers: Sequence[tuple[bytes, bytes]], body: bytes
+    env: Environment, query: bytes, headers: Sequence[tuple[bytes, bytes]], body: bytes, source: int = 0
 ) -> Handler:
-    """The ad request's handler for a POST to one of AD_REQUEST_PATHS, once its body is read."""
+    """The ad request's handler for a POST to one of AD_REQUEST_PATHS, once its body is read; `source`: the
+    client's network (api/sources.py)."""
     return partial(
         handle_ad_request,
         env,
@@ -114,4 +118,5 @@ def ad_request_route(
         content_type=_header(headers, b"content-type"),
         content_encoding=_header(headers, b"content-encoding"),
         body=body,
+        source=source,
     )

@@ -44,6 +44,7 @@ from adslot.api.docs import (
 from adslot.api.lease import handle_manifest, handle_release
 from adslot.api.proof_of_play import LAYERS, handle_event, handle_inline_vast, record_view
 from adslot.api.reply import NO_STORE, Reply, error_reply, json_reply
+from adslot.api.sources import sources_for
 from adslot.auth.keys import SCOPE_AD_REQUEST
 from adslot.errors import ApiError
 from adslot.ids import parse_uuid
@@ -201,17 +202,18 @@ async def ad_request(
     ssp_key: SspKey = None,
 ) -> Response[bytes]:
     env = env_of(request)
+    started = time.perf_counter()  # timed from here on this lane (telemetry/metrics.py)
     body = await request.body()
-    return reply_response(
-        await handle_ad_request(
-            env,
-            key=ssp_key,
-            fmt=format,
-            content_type=request.headers.get("content-type"),
-            content_encoding=request.headers.get("content-encoding"),
-            body=body,
-        )
+    reply = await handle_ad_request(
+        env,
+        key=ssp_key,
+        fmt=format,
+        content_type=request.headers.get("content-type"),
+        content_encoding=request.headers.get("content-encoding"),
+        body=body,
+        source=source_of(request),
     )
+    return reply_response(env.meters.ad_request.answered(started, reply))
 
 
 @get(
@@ -230,7 +232,8 @@ async def ad_request(
     operation_class=documented(headers={status: VAST_ERROR_HEADERS for status in ("400", "404", "410")}),
 )
 async def inline_vast(request: Request[Any, Any, Any], ad_request_uuid: AdRequestUuidPath) -> Response[bytes]:
-    return reply_response(await handle_inline_vast(env_of(request), ad_request_uuid))
+    started, env = time.perf_counter(), env_of(request)
+    return reply_response(env.meters.vast.answered(started, await handle_inline_vast(env, ad_request_uuid)))
 
 
 EVENT_RESPONSES = {
@@ -264,9 +267,11 @@ TRACKING_DOC = documented(required=("ad_request_uuid", "event"))
 async def impression(
     request: Request[Any, Any, Any], ad_request_uuid: AdRequestUuidQuery = None, layer: LayerQuery = None
 ) -> Response[bytes]:
-    return reply_response(
-        await handle_event(env_of(request), event="impression", ad_request_uuid=ad_request_uuid, layer=layer)
+    started, env = time.perf_counter(), env_of(request)
+    reply = await handle_event(
+        env, event="impression", ad_request_uuid=ad_request_uuid, layer=layer, source=source_of(request)
     )
+    return reply_response(env.meters.impression.answered(started, reply))
 
 
 @get(
@@ -284,10 +289,23 @@ async def tracking(
     event: Annotated[str | None, EVENT_QUERY] = None,
     layer: LayerQuery = None,
 ) -> Response[bytes]:
-    return reply_response(
-        await handle_event(
-            env_of(request), event=event, ad_request_uuid=ad_request_uuid, layer=layer, events=QUARTILE_EVENTS
-        )
+    started, env = time.perf_counter(), env_of(request)
+    reply = await handle_event(
+        env,
+        event=event,
+        ad_request_uuid=ad_request_uuid,
+        layer=layer,
+        events=QUARTILE_EVENTS,
+        source=source_of(request),
+    )
+    return reply_response(env.meters.tracking.answered(started, reply))
+
+
+def source_of(request: Request[Any, Any, Any]) -> int:
+    """The client's network (api/sources.py), as the hot lane finds it."""
+    client = request.client
+    return sources_for(env_of(request).settings).of(
+        (client.host, client.port) if client else None, request.headers.get("x-forwarded-for")
     )
 
 
@@ -306,9 +324,11 @@ def _head(reply: Reply) -> Response[None]:
 async def impression_head(
     request: Request[Any, Any, Any], ad_request_uuid: AdRequestUuidQuery = None, layer: LayerQuery = None
 ) -> Response[None]:
-    return _head(
-        await handle_event(env_of(request), event="impression", ad_request_uuid=ad_request_uuid, layer=layer)
+    started, env = time.perf_counter(), env_of(request)
+    reply = await handle_event(
+        env, event="impression", ad_request_uuid=ad_request_uuid, layer=layer, source=source_of(request)
     )
+    return _head(env.meters.impression.answered(started, reply))
 
 
 @head(
@@ -325,11 +345,16 @@ async def tracking_head(
     event: Annotated[str | None, EVENT_QUERY] = None,
     layer: LayerQuery = None,
 ) -> Response[None]:
-    return _head(
-        await handle_event(
-            env_of(request), event=event, ad_request_uuid=ad_request_uuid, layer=layer, events=QUARTILE_EVENTS
-        )
+    started, env = time.perf_counter(), env_of(request)
+    reply = await handle_event(
+        env,
+        event=event,
+        ad_request_uuid=ad_request_uuid,
+        layer=layer,
+        events=QUARTILE_EVENTS,
+        source=source_of(request),
     )
+    return _head(env.meters.tracking.answered(started, reply))
 
 
 @get(

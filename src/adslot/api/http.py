@@ -12,6 +12,7 @@ from adslot.api.errors import EXCEPTION_HANDLERS
 from adslot.api.hot_routes import HOT_ROUTES
 from adslot.api.management import MANAGEMENT_CONTROLLERS
 from adslot.api.pages import PAGE_ROUTES
+from adslot.api.pop_batch_route import pop_batch
 from adslot.api.reports import REPORT_CONTROLLERS
 from adslot.environment import Environment
 
@@ -22,7 +23,7 @@ play time) and receives a VAST 2.0 wrapper; the player then fires the impression
 
 def build_litestar(env: Environment) -> Litestar:
     app = Litestar(
-        route_handlers=[*HOT_ROUTES, *MANAGEMENT_CONTROLLERS, *REPORT_CONTROLLERS, *PAGE_ROUTES],
+        route_handlers=[*HOT_ROUTES, pop_batch, *MANAGEMENT_CONTROLLERS, *REPORT_CONTROLLERS, *PAGE_ROUTES],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         openapi_config=OpenAPIConfig(
             title=f"adslot ({env.name})",
@@ -41,6 +42,7 @@ def build_litestar(env: Environment) -> Litestar:
         ),
         request_max_body_size=max(env.settings.max_body_bytes, 1024 * 1024),
         debug=False,
+        logging_config=None,  # logging stays adslot's (telemetry/logs.py)
     )
     app.state.env = env
     return app

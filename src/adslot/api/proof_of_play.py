@@ -13,12 +13,14 @@ from functools import partial
 from typing import NamedTuple
 
 from adslot import __version__
+from adslot.api.rate_limited import pixels_limited
 from adslot.api.reply import NO_STORE, XML, Reply, error_reply, json_reply
 from adslot.decision.model import Creative
 from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.ids import parse_uuid
 from adslot.ledger.records import AdRequest, Fire, Verdict
+from adslot.telemetry.metrics import Meters
 from adslot.vast.inline import InlineCreative, MediaFile, build_inline
 from adslot.vast.urls import EVENTS
 from adslot.vast.wrapper import EMPTY_VAST
@@ -73,12 +75,14 @@ def begin_event(
     ad_request_uuid: str | None,
     layer: str | None = None,
     events: tuple[str, ...] = EVENTS,
+    source: int = 0,
 ) -> Reply | Pending:
     """Check one pixel fire and hand it to the ledger: the answer to an invalid one, else its Pending.
 
     No coroutine: the protocol lane answers a pixel from its verdict's done-callback, with no task per request
     (a task, its first step and its resumption cost the worker ~3 µs a pixel, measured with uvloop).
     `events` is what the URL accepts: the tracking URL passes QUARTILE_EVENTS (impressions have their own).
+    `source`: the client's network (api/sources.py), for the invalid-traffic rules.
     """
     try:
         ad_request_id = uuid_of(ad_request_uuid)
@@ -90,15 +94,20 @@ def begin_event(
         if layer not in LAYERS:
             raise ApiError(400, "invalid_layer", "layer must be wrapper or inline", "layer")
     except ApiError as error:
+        env.meters.pop(event or "", "invalid")  # adslot_pop_events_total (telemetry/metrics.py)
         return error_reply(error, NO_STORE)
     now = int(time.time())
-    verdict = env.writer.enqueue(Fire(ad_request_id, event, layer, now))
+    verdict = env.pixels.enqueue(Fire(ad_request_id, event, layer, now, source))  # limits/pixels.py
+    if verdict is None:
+        env.meters.pop(event, "limited")
+        return pixels_limited()
     # The canonical form the pattern accepted, lowercased, is exactly str(ad_request_id), and cheaper.
-    return Pending(verdict, partial(_event_reply, ad_request_uuid.lower(), event, now))  # type: ignore[union-attr]
+    return Pending(verdict, partial(_event_reply, ad_request_uuid.lower(), event, now, env.meters))  # type: ignore[union-attr]
 
 
-def _event_reply(canonical: str, event: str, now: int, verdict: Verdict) -> Reply:
+def _event_reply(canonical: str, event: str, now: int, meters: Meters, verdict: Verdict) -> Reply:
     """Counted once, repeats kept as duplicates, late fires kept but not counted: what the ledger said."""
+    meters.pop(event, verdict.outcome)  # the ledger's own word (telemetry/metrics.py)
     try:
         if verdict.outcome == "unknown":
             raise UNKNOWN
@@ -109,9 +118,10 @@ def _event_reply(canonical: str, event: str, now: int, verdict: Verdict) -> Repl
             raise RELEASED
     except ApiError as error:
         return error_reply(error, NO_STORE)
-    return json_reply(
-        200, {"ad_request_uuid": canonical, "event": event, "result": verdict.outcome}, NO_STORE
-    )
+    # A fire the invalid-traffic rules flagged is answered as a counted one (ledger/ivt.py): the record
+    # and the reports say it was invalid, the player learns nothing it could evade the rules with.
+    outcome = "counted" if verdict.outcome == "invalid" else verdict.outcome
+    return json_reply(200, {"ad_request_uuid": canonical, "event": event, "result": outcome}, NO_STORE)
 
 
 async def answered(started: Reply | Pending) -> Reply:
@@ -128,10 +138,13 @@ async def handle_event(
     ad_request_uuid: str | None,
     layer: str | None = None,
     events: tuple[str, ...] = EVENTS,
+    source: int = 0,
 ) -> Reply:
     """Record one pixel fire (begin_event), and answer once its batch is committed."""
     return await answered(
-        begin_event(env, event=event, ad_request_uuid=ad_request_uuid, layer=layer, events=events)
+        begin_event(
+            env, event=event, ad_request_uuid=ad_request_uuid, layer=layer, events=events, source=source
+        )
     )
 
 

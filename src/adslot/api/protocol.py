@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable
+from time import perf_counter
 from typing import Any
 
 import httptools
@@ -53,10 +54,14 @@ from adslot.api.hot_paths import (
 )
 from adslot.api.proof_of_play import Pending
 from adslot.api.reply import NO_STORE, Reply, error_reply, failure_reply
+from adslot.api.sources import TRUSTED, forwarded_for, sources_for
+from adslot.edge.headers import EdgeHeaders
+from adslot.edge.request_ids import REQUEST_ID, new_request_id
 from adslot.environment import Environment
 from adslot.errors import ApiError
-from adslot.routes import AD_REQUEST_PATHS
+from adslot.routes import AD_REQUEST_PATHS, IMPRESSION_PATHS
 from adslot.settings import DEFAULTS, Settings
+from adslot.telemetry.metrics import NO_METER, PathMeter
 
 UPGRADE_OFFER = frozenset({b"upgrade", b"http2-settings"})
 """An upgrade offer's headers, which its Connection header names too: all dropped when it is ignored."""
@@ -75,6 +80,7 @@ INTERNALS: dict[str, tuple[str, ...]] = {
         "handle_websocket_upgrade",
         "app",
         "access_log",
+        "client",
         "cycle",
         "expect_100_continue",
         "flow",
@@ -133,13 +139,30 @@ class _Answering:
     """Stands in for uvicorn's RequestResponseCycle while a hot request awaits its answer: uvicorn reads
     these attributes to queue pipelined requests, to mark a lost connection and to shut down gracefully."""
 
-    __slots__ = ("body", "disconnected", "keep_alive", "more_body", "response_complete")
+    __slots__ = (
+        "body",
+        "disconnected",
+        "edge",
+        "keep_alive",
+        "meter",
+        "more_body",
+        "request_id",
+        "response_complete",
+        "started",
+    )
     message_event = _NoEvent()
 
-    def __init__(self, keep_alive: bool) -> None:
+    def __init__(self, keep_alive: bool, request_id: bytes, edge: bytes) -> None:
         self.keep_alive = keep_alive
+        self.request_id = request_id
+        self.edge = edge
+        """The answer's CORS header lines (EdgeHeaders.for_lane)."""
         self.response_complete = False
         self.disconnected = False
+        self.meter: PathMeter = NO_METER
+        """Its path's metrics (telemetry/metrics.py), told its status and time when it is answered."""
+        self.started = 0.0
+        """perf_counter() when its message was complete."""
         self.more_body = True
         self.body = b""
 
@@ -189,12 +212,19 @@ def _uri_too_long(limits: Settings) -> Reply:
 
 
 def encode_response(
-    reply: Reply, head: bool, default_headers: list[tuple[bytes, bytes]], keep_alive: bool
+    reply: Reply,
+    head: bool,
+    default_headers: list[tuple[bytes, bytes]],
+    keep_alive: bool,
+    request_id: bytes,
+    edge: bytes = b"",
 ) -> bytes:
-    """The whole HTTP/1.1 answer, as uvicorn would write it for the same ASGI messages, in one buffer."""
+    """The whole HTTP/1.1 answer, as uvicorn would write it for the same ASGI messages (edge/asgi.py adding
+    the request id and `edge`, the CORS header lines, there), in one buffer."""
     parts = [STATUS_LINE[reply.status]]
     for name, value in (*default_headers, *response_headers(reply)):
         parts += (name, b": ", value, b"\r\n")
+    parts += (b"x-request-id: ", request_id, b"\r\n", edge)
     if not keep_alive:
         parts.append(b"connection: close\r\n")
     parts.append(b"\r\n")
@@ -221,6 +251,11 @@ class AdslotHttpProtocol(HttpToolsProtocol):
             [(mount.encode("ascii"), env) for mount, env in adslot.lanes()] if adslot and usable else []
         )
         self._limits: Settings = getattr(adslot, "settings", None) or DEFAULTS
+        self._sources = sources_for(self._limits)
+        self._peer_network: int | None = None
+        """The peer's network (api/sources.py), found on the connection's first hot request."""
+        self._edge: EdgeHeaders | None = getattr(adslot, "edge", None)
+        """The request id and CORS headers of the lane's answers (AdslotApp.edge)."""
         """The head's limits and timeout (ADSLOT_MAX_HEAD_BYTES and the rest); defaults for another app."""
         self._reading_body = False
         """Between a request's headers and its end: its bytes are the body's, not a head's."""
@@ -232,6 +267,8 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         self._received = False
         self._refused = False
         self._handler: Handler | None = None
+        self._meter: PathMeter = NO_METER
+        """The metrics of the hot path being read (telemetry/metrics.py), until it is answered."""
         """The hot handler of the request being read, from its headers until its message is complete."""
         self._method = "GET"
         self._post: tuple[Environment, bytes] | None = None
@@ -331,7 +368,8 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         self._refused = True
         self._stop_head_timer()
         if not self.transport.is_closing():
-            self.transport.write(encode_response(reply, False, self.server_state.default_headers, False))
+            default_headers = self.server_state.default_headers
+            self.transport.write(encode_response(reply, False, default_headers, False, new_request_id()))
             self.transport.close()
 
     def _stop_head_timer(self) -> None:
@@ -407,12 +445,14 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         idle = (self.cycle is None or self.cycle.response_complete) and not self.pipeline
         # A client that does not read its answers pauses writing: then uvicorn's cycle, which waits for the
         # drain, answers, so that answers never pile up in the transport's buffer.
-        if self._lanes and idle and not self.flow.write_paused:
+        if self._lanes and idle and not self.flow.write_paused and self._edge is not None:
             handler = self._hot_handler()
             if handler is not None:
                 self._handler = handler
                 keep_alive = self.parser.get_http_version() != "1.0" and self.parser.should_keep_alive()
-                self.cycle = _Answering(keep_alive)  # type: ignore[assignment]
+                request_id, edge = self._edge.for_lane(self.headers)
+                self.cycle = _Answering(keep_alive, request_id, edge)  # type: ignore[assignment]
+                self.cycle.meter = self._meter  # type: ignore[attr-defined]
                 return
         super().on_headers_complete()
 
@@ -431,18 +471,31 @@ class AdslotHttpProtocol(HttpToolsProtocol):
                 path = raw_path[len(mount) :].decode("ascii")
                 self._method = method.decode("ascii")
                 if method != b"POST":
-                    begin = pixel_route(env, path, query)
+                    begin = pixel_route(env, path, query, self._source_network())
                     if begin is not None:
                         self._begin = begin
+                        meters = env.meters
+                        self._meter = meters.impression if path in IMPRESSION_PATHS else meters.tracking
                         return _PIXEL
+                    self._meter = env.meters.vast
                     return inline_vast_route(env, self._method, path)
                 if path not in AD_REQUEST_PATHS:
                     return None
                 self._post = (env, query)
+                self._meter = env.meters.ad_request
                 self._body = []
                 self._body_size = 0
                 return _READ_BODY
         return None
+
+    def _source_network(self) -> int:
+        """The client's network: the peer's, once per connection, or a trusted proxy's X-Forwarded-For's."""
+        network = self._peer_network
+        if network is None:
+            network = self._peer_network = self._sources.peer(self.client)
+        if network == TRUSTED:
+            return self._sources.forwarded(forwarded_for(self.headers))
+        return network
 
     def on_body(self, body: bytes) -> None:
         if self._ignored_upgrade:
@@ -465,17 +518,23 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         self._handler = None
         if self._post is not None:
             (env, query), self._post = self._post, None
-            handler = ad_request_route(env, query, self.headers, b"".join(self._body))
+            handler = ad_request_route(env, query, self.headers, b"".join(self._body), self._source_network())
             self._body = []
         answering: _Answering = self.cycle  # type: ignore[assignment]
+        answering.started = perf_counter()
         method = self._method
         url = self.url
-        if handler is _PIXEL:
-            self._begin_pixel(answering, method, url)
-            return
-        task: asyncio.Task[Reply] = self.loop.create_task(handler())
-        self.tasks.add(task)  # type: ignore[arg-type]  # uvicorn types its set for ASGI tasks
-        task.add_done_callback(lambda done: self._answer(answering, method, url, done))
+        # The task, callbacks and log lines of this request carry its id: each copies the context now.
+        bound = REQUEST_ID.set(answering.request_id)
+        try:
+            if handler is _PIXEL:
+                self._begin_pixel(answering, method, url)
+                return
+            task: asyncio.Task[Reply] = self.loop.create_task(handler())
+            self.tasks.add(task)  # type: ignore[arg-type]  # uvicorn types its set for ASGI tasks
+            task.add_done_callback(lambda done: self._answer(answering, method, url, done))
+        finally:
+            REQUEST_ID.reset(bound)
 
     def _begin_pixel(self, answering: _Answering, method: str, url: bytes) -> None:
         """Hand the pixel to the ledger and answer from its verdict's callback: no task, no coroutine."""
@@ -527,12 +586,16 @@ class AdslotHttpProtocol(HttpToolsProtocol):
 
     def _respond(self, answering: _Answering, method: str, reply: Reply) -> None:
         answering.response_complete = True
+        answering.meter.done(reply.status, answering.started)  # its one count (telemetry/metrics.py)
         transport = self.transport
         if transport.is_closing():
             return  # the player went away; what it fired is stored, and its retry is a duplicate
         keep_alive = answering.keep_alive
         head = method == "HEAD"
-        transport.write(encode_response(reply, head, self.server_state.default_headers, keep_alive))
+        default_headers = self.server_state.default_headers
+        transport.write(
+            encode_response(reply, head, default_headers, keep_alive, answering.request_id, answering.edge)
+        )
         if not keep_alive:
             transport.close()
         self.on_response_complete()

@@ -114,7 +114,11 @@ day or hour in a time zone whose boundaries are not whole UTC hours (e.g. Asia/K
 format=csv answers a header row (the dimensions, then the metrics) and one line per row, without totals.
 
 A report of more than {MAX_GROUPS:,} groups is refused (400 `report_too_large`): shorten the range,
-filter, or group by coarser dimensions."""
+filter, or group by coarser dimensions.
+
+Ad requests older than the server's retention (ADSLOT_RETENTION_DAYS) are kept as 15-minute aggregates:
+the figures stay exact for a `from` and `to` on whole quarter hours (a rolled quarter hour counts whole when
+it starts within the range)."""
 
 PLAYLOG_DESCRIPTION = f"""One row per played ad request (impression counted) of a venue, optionally one
 screen, with play_time in [from, to) (at most {q.PLAYLOG_MAX_DAYS} days), ordered by play_time (then uuid).
@@ -126,7 +130,10 @@ screen_id, from and to and `cursor=<next_cursor>`; it is null on the last page. 
 recorded meanwhile never shift a page.
 
 **CSV** streams every row of the range (after `cursor`, when given) in one answer, whatever its length:
-a header row, then one line per play; `limit` does not apply."""
+a header row, then one line per play; `limit` does not apply.
+
+**Retention**: when the server keeps ad requests for a limited time (ADSLOT_RETENTION_DAYS), plays older
+than it are rolled up into the delivery report's aggregates and are no longer listed here."""
 
 
 class ReportController(Controller):

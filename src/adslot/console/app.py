@@ -45,6 +45,7 @@ def build_console(environments: Mapping[str, Environment]) -> Litestar:
         openapi_config=None,
         request_max_body_size=MAX_CSV_BYTES + 64 * 1024,
         debug=False,
+        logging_config=None,  # logging stays adslot's (telemetry/logs.py)
     )
     app.state.console = Console(environments, secure_cookies=production.base_url.startswith("https://"))
     return app

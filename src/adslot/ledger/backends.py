@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from adslot.ledger.ivt import IvtConfig, Judge
 from adslot.ledger.postgres_store import PostgresLedgerStore
 from adslot.ledger.process_store import ProcessLedgerStore
 from adslot.ledger.shared_writer import socket_path
@@ -53,24 +54,31 @@ def backend_of(database_url: str) -> Backend:
     return SQLITE if is_sqlite(database_url) else POSTGRESQL
 
 
-def database_store(database_url: str, schema: str | None, *, writes: bool = True) -> DatabaseLedgerStore:
+def database_store(
+    database_url: str, schema: str | None, *, writes: bool = True, ivt: IvtConfig | None = None
+) -> DatabaseLedgerStore:
     """The store that applies batches on the database itself: SQLite's in its writer process, PostgreSQL's
-    in the worker. `writes=False`: it only reads (SQLite then opens no write connection)."""
+    in the worker. `writes=False`: it only reads (SQLite then opens no write connection). `ivt`: the
+    invalid-traffic rules fires are judged by (None: none)."""
+    judge = None if ivt is None else Judge(ivt)
     if is_sqlite(database_url):
-        return SqliteLedgerStore(sqlite_path(database_url), writes=writes)
-    return PostgresLedgerStore(asyncpg_dsn(database_url), schema)
+        return SqliteLedgerStore(sqlite_path(database_url), writes=writes, judge=judge)
+    return PostgresLedgerStore(asyncpg_dsn(database_url), schema, judge=judge)
 
 
-def ledger_for(env: EnvironmentSettings, socket_dir: Path | None = None) -> LedgerStore:
+def ledger_for(
+    env: EnvironmentSettings, socket_dir: Path | None = None, ivt: IvtConfig | None = None
+) -> LedgerStore:
     """`env`'s ledger as its backend runs it. `socket_dir`: where `adslot serve` runs the writer processes
-    (none: an SQLite ledger starts a writer process of its own)."""
+    (none: an SQLite ledger starts a writer process of its own); `ivt`: the invalid-traffic rules (the
+    writer process of `adslot serve` takes them from its own start)."""
     backend = backend_of(env.database_url)
     log.info("%s ledger: %s", env.name, backend.describe())
     if not backend.writer_process:
-        return database_store(env.database_url, env.database_schema)
+        return database_store(env.database_url, env.database_schema, ivt=ivt)
     reads = database_store(env.database_url, env.database_schema, writes=False)
     socket = None if socket_dir is None else socket_path(socket_dir, env.name)
-    return ProcessLedgerStore(reads, env.database_url, env.database_schema, socket)
+    return ProcessLedgerStore(reads, env.database_url, env.database_schema, socket, ivt)
 
 
 def with_writer_processes(environments: Sequence[EnvironmentSettings]) -> list[EnvironmentSettings]:

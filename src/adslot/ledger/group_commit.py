@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
@@ -27,6 +28,7 @@ class GroupCommitter(Generic[Op, Result]):
         max_batch: int = 512,
         in_flight: int = 1,
         contended: Callable[[Op], bool] | None = None,
+        observe: Callable[[int, float], None] | None = None,
     ) -> None:
         """`in_flight` batches may be handed to `apply` before the first is answered; an apply that keeps
         them in order (the writer process's pipe) then never idles while the next batch is gathered.
@@ -34,8 +36,12 @@ class GroupCommitter(Generic[Op, Result]):
         A batch holding an op that `contended` picks (one that locks rows every such batch locks: a capped
         campaign's counters) waits until no other such batch is in flight, and only then takes what has
         gathered: two of them would wait for each other's commit in the database anyway, each paying its own
-        commit for a small batch, where one batch pays one for all of them."""
+        commit for a small batch, where one batch pays one for all of them.
+
+        `observe(size, seconds)` is told of each batch applied: its operations and its round trip
+        (telemetry/metrics.py)."""
         self._apply = apply
+        self._observe = observe
         self._max_batch = max_batch
         self._slots = asyncio.Semaphore(in_flight)
         self._contended = contended
@@ -65,6 +71,14 @@ class GroupCommitter(Generic[Op, Result]):
         self._pending.append((op, future))
         self._wakeup.set()
         return future
+
+    def running(self) -> bool:
+        """Whether its loop takes operations (started, not stopping, not dead): for /readyz."""
+        return self._task is not None and not self._task.done() and not self._closing
+
+    def depth(self) -> int:
+        """Operations waiting for the next batch."""
+        return len(self._pending)
 
     async def close(self) -> None:
         """Write everything already submitted, then stop."""
@@ -105,6 +119,7 @@ class GroupCommitter(Generic[Op, Result]):
             self._slots.release()
 
     async def _write(self, batch: list[tuple[Op, asyncio.Future[Result]]]) -> None:
+        started = time.perf_counter()
         try:
             results = await self._apply([op for op, _ in batch])
         except OutcomeUnknown as exc:
@@ -138,6 +153,8 @@ class GroupCommitter(Generic[Op, Result]):
                 if not future.done():
                     future.set_exception(error)
             return
+        if self._observe is not None:
+            self._observe(len(batch), time.perf_counter() - started)
         for (_, future), result in zip(batch, results, strict=True):
             if not future.done():
                 future.set_result(result)

@@ -49,6 +49,7 @@ from functools import cache
 import asyncpg
 
 from adslot.ledger.claims import closes_at
+from adslot.ledger.ivt import Judge
 from adslot.ledger.records import (
     ANSWER_SLOTS,
     COLUMNS,
@@ -71,6 +72,7 @@ from adslot.ledger.store import (
     DUE_WHERE,
     FIRED_SET,
     INSERT_COLUMNS,
+    INVALID_COLUMNS,
     KEY_STATS_UPSERT_SET,
     PRUNE_ANSWERS,
     PRUNE_WHERE,
@@ -93,7 +95,8 @@ from adslot.storage.kept_connections import KeptConnections
 SELECT = SELECT_ONE + "$1"
 SELECT_MANY = SELECT_ONE.replace("WHERE id = ", "WHERE id = ANY($1::uuid[])")
 _TYPES = {
-    **dict.fromkeys(("account_id", "campaign_id", "creative_id", "key_id"), "int"),
+    **dict.fromkeys(("account_id", "campaign_id", "creative_id", "key_id", "duration_seconds"), "int"),
+    "source_network": "bigint",
     **dict.fromkeys(("venue_id", "screen_id", "claims", "settle_reason"), "text"),
     **dict.fromkeys(("play_time", "created_at", "expires_at", *TIME_COLUMNS, "settled_at"), "bigint"),
     "id": "uuid",
@@ -248,8 +251,15 @@ SAVE_ANSWERS = (
 )
 """Waits on a row a concurrent transaction is writing (a dying writer's commit of the same frame), then
 writes nothing if that one committed."""
+INSERT_INVALID = (
+    f"INSERT INTO invalid_fires ({INVALID_COLUMNS}) "
+    "SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[], $5::text[]) "
+    "ON CONFLICT DO NOTHING"
+)
+"""The fires the invalid-traffic rules flagged (rare): kept with their reason."""
 WRITES = {
     "counters": WRITE_COUNTERS,
+    "invalid": INSERT_INVALID,
     "insert": INSERT,
     "stats": STATS,
     "key_stats": KEY_STATS,
@@ -339,6 +349,10 @@ def _writes(
         update, arrays = update_arrays(changes, batch.current if expected else None)
         parts.append(("update", update))
         args += arrays
+    invalid = batch.invalid_rows()
+    if invalid:
+        parts.append(("invalid", INSERT_INVALID))
+        args += _columns(invalid, 5)
     stats = batch.stats()
     if stats:
         parts.append(("stats", STATS))
@@ -509,7 +523,11 @@ class _Connection(asyncpg.Connection):  # type: ignore[misc]
 
 
 class PostgresLedgerStore:
-    def __init__(self, dsn: str, schema: str | None, pool_size: int = 8) -> None:
+    def __init__(
+        self, dsn: str, schema: str | None, pool_size: int = 8, *, judge: Judge | None = None
+    ) -> None:
+        """`judge`: the invalid-traffic rules fires are judged by (None: none)."""
+        self._judge = judge
         self._dsn = dsn
         self._schema = schema
         self._pool_size = pool_size
@@ -568,7 +586,8 @@ class PostgresLedgerStore:
         batch leaves the memory as it was (it is checked before it is trusted)."""
         connections, memory = self._connections, self._memory
         assert connections is not None, "store not started"
-        batch = Batch.of(operations)
+        judge = self._judge
+        batch = Batch.of(operations, judge)
         ids = batch.named_ids()
         async with self._ordered.turn(order_keys(batch)):
             missing = recall(batch, memory, ids)
@@ -583,7 +602,7 @@ class PostgresLedgerStore:
                 if recalled is not None:
                     memory.commit(batch.current, batch.changes, admitted(batch), merge=True)
                     return recalled
-                batch = Batch.of(operations)
+                batch = Batch.of(operations, judge)
             committing = False
             try:
                 async with connections.lease() as conn, conn.transaction():

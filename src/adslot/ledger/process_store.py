@@ -33,6 +33,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from adslot.ledger.ivt import IvtConfig
 from adslot.ledger.records import AdRequest, Operation, Verdict
 from adslot.ledger.store import LedgerStore
 from adslot.ledger.wire import (
@@ -76,10 +77,16 @@ async def _handshake(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
 
 class ProcessLedgerStore:
     def __init__(
-        self, reads: LedgerStore, database_url: str, schema: str | None, socket: Path | None = None
+        self,
+        reads: LedgerStore,
+        database_url: str,
+        schema: str | None,
+        socket: Path | None = None,
+        ivt: IvtConfig | None = None,
     ) -> None:
+        """`ivt`: the invalid-traffic rules its writer process judges fires by (None: none)."""
         self._reads = reads
-        self._database = encode_database(database_url, schema)
+        self._database = encode_database(database_url, schema, ivt)
         self._socket = socket
         self._process: subprocess.Popen[bytes] | None = None
         self._reader: asyncio.StreamReader | None = None
@@ -266,6 +273,14 @@ class ProcessLedgerStore:
             and self._answers is not None
             and not self._answers.done()
         )
+
+    async def ensure_connected(self) -> None:
+        """Connect to a writer now if none is, as the next batch would (for /readyz: an idle worker whose
+        writer was restarted is ready again without waiting for traffic); LedgerUnavailable if none comes."""
+        if self._closed:
+            raise LedgerUnavailable("the ledger store is closed")
+        if not self.connected():
+            await self._reconnect()
 
     async def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
         if self._closed:

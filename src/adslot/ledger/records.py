@@ -10,6 +10,7 @@ from typing import Literal, NamedTuple, get_args
 
 from adslot.ledger.budget import Reason, Snapshot
 from adslot.ledger.claims import Claims
+from adslot.ledger.ivt import IvtReason
 from adslot.settings import DEFAULTS, MAX_BATCHES_IN_FLIGHT
 
 Event = Literal["impression", "start", "firstQuartile", "midpoint", "thirdQuartile", "complete"]
@@ -27,6 +28,7 @@ Outcome = Literal[
     "played",
     "settled",
     "recorded",
+    "invalid",
 ]
 SettleReason = Literal["released", "expired", "played"]
 
@@ -77,6 +79,10 @@ class AdRequest:
     key_id: int | None = None
     """The API key that asked for it (one key, one player integration: the Health page's unit); None for ad
     requests stored before migration 0009, or asked for without a key (the simulator)."""
+    source_network: int | None = None
+    """The network the ad request came from (ivt.network_key), for the foreign_network rule; None: unknown."""
+    duration_seconds: int | None = None
+    """Its creative's duration when it was issued, for the too_fast rule; None: unknown."""
 
     def state(self, now: int) -> str:
         """issued until its impression (played), its player gives it back (released) or its expiry passes
@@ -110,6 +116,9 @@ class Fire(NamedTuple):
     event: str
     layer: str
     at: int
+    """When it was played: a live pixel's arrival, an offline player's played_at (the stored event time)."""
+    source: int = 0
+    """The network it came from (ivt.network_key), for the invalid-traffic rules; 0: unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +180,8 @@ NO_COUNTERS: Mapping[str, Snapshot] = MappingProxyType({})
 class Verdict(NamedTuple):
     """What an operation came to, with the ad request's expiry (None when it is unknown).
 
-    Issue: "issued" or "rejected" with `reason`; `counters` holds the claimed counters as committed, as
+    Fire: "invalid" with `reason` the invalid-traffic rule that flagged it (ivt.py). Issue: "issued" or
+    "rejected" with `reason`; `counters` holds the claimed counters as committed, as
     (cap, reserved, delivered, last_at), so the worker's DeliveryCache learns what the ledger knows. Settle:
     "settled", with `settled` the number of ad requests settled and `counters` those it moved. NoFill:
     "recorded".
@@ -179,7 +189,7 @@ class Verdict(NamedTuple):
 
     outcome: Outcome
     expires_at: int | None = None
-    reason: Reason | None = None
+    reason: Reason | IvtReason | None = None
     counters: Mapping[str, Snapshot] = NO_COUNTERS
     settled: int = 0
 
@@ -244,5 +254,7 @@ COLUMNS = (
     "settled_at",
     "settle_reason",
     "key_id",
+    "source_network",
+    "duration_seconds",
 )
-ISSUE_COLUMNS = (*COLUMNS[:9], "impressions", "key_id", "claims")
+ISSUE_COLUMNS = (*COLUMNS[:9], "impressions", "key_id", "source_network", "duration_seconds", "claims")

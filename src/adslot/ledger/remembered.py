@@ -41,7 +41,8 @@ SHARED_LIMIT = 1 << 14
 
 _Row = tuple[object, ...]
 """A Current's fields as a plain tuple: (expires_at, event times, account_id, claims, settle_reason, fired
-bits). Not the Current itself: the collector untracks plain tuples of plain values, not NamedTuples."""
+bits, network, duration). Not the Current itself: the collector untracks plain tuples of plain values, not
+NamedTuples."""
 
 
 def after(state: Current, change: RowChange | None) -> Current:
@@ -73,12 +74,23 @@ def _row_after(state: Current, change: RowChange) -> _Row:
         state.claims,
         state.settle_reason or change.settle_reason,
         state.fired | change.fired,
+        state.network,
+        state.duration,
     )
 
 
 def issued(record: AdRequest, claims: str | None) -> Current:
     """The state of an ad request as its INSERT stores it: no event time, no fire, not settled."""
-    return Current(record.expires_at, NO_TIMES, record.account_id, claims, None, 0)
+    return Current(
+        record.expires_at,
+        NO_TIMES,
+        record.account_id,
+        claims,
+        None,
+        0,
+        record.source_network or 0,
+        record.duration_seconds,
+    )
 
 
 _state = Current._make

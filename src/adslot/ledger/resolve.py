@@ -7,7 +7,10 @@ the (event, layer) fires each has stored (records.FIRE_BITS); this module decide
 - the first fire of an event from a layer: `counted` if the event had no time yet, else `echo` (the
   other VAST layer already counted it);
 - a fire in time on an ad request its player released: `released` (kept in late_count, never counted: its
-  reservation was already given back, so counting it could over-deliver a cap).
+  reservation was already given back, so counting it could over-deliver a cap);
+- a first fire that an invalid-traffic rule flags (ivt.py, when the store has a Judge): `invalid`, kept in
+  the change's `flagged` (the store writes it to invalid_fires) with both layers' bits of its event set, so
+  its repeats and the other layer's fire are duplicates; its event's time is never set.
 It also settles ad requests: a player's early release and the expiry sweep, and says which reservations
 move (delivered when a played ad request is settled, returned with a release or an unplayed expiry).
 """
@@ -19,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from adslot.ledger.ivt import NO_EVENTS, Judge
 from adslot.ledger.records import (
     EVENT_COLUMNS,
     FIRE_BITS,
@@ -31,7 +35,7 @@ from adslot.ledger.records import (
 
 Times = tuple[int | None, ...]
 """An ad request's event times, one per EVENT_COLUMNS entry in its order (None: not fired yet)."""
-NO_TIMES: Times = (None,) * len(EVENT_COLUMNS)
+NO_TIMES: Times = NO_EVENTS
 """The times of every ad request with no event yet: one tuple that all of them share."""
 TIME_INDEX: Mapping[str, int] = {column: i for i, column in enumerate(EVENT_COLUMNS.values())}
 """Where each event column's time sits in Times."""
@@ -40,6 +44,12 @@ _SLOTS: Mapping[str, tuple[str, int]] = {
 }
 _IMPRESSION = TIME_INDEX["impression_at"]
 _UNKNOWN = Verdict("unknown")
+_EVENT_BITS: Mapping[str, int] = {
+    event: FIRE_BITS[event, "wrapper"] | FIRE_BITS[event, "inline"] for event in EVENT_COLUMNS
+}
+"""Both layers' bits of each event: what a flagged fire sets."""
+Flagged = tuple[str, str, int, str]
+"""A flagged fire as invalid_fires keeps it: (event, layer, played_at, reason)."""
 
 
 class Current(NamedTuple):
@@ -56,6 +66,10 @@ class Current(NamedTuple):
     claims: str | None = None
     settle_reason: str | None = None
     fired: int = 0
+    network: int = 0
+    """Its ad request's network (ivt.network_key); 0: unknown."""
+    duration: int | None = None
+    """Its creative's duration in seconds; None: unknown."""
 
     @property
     def played(self) -> bool:
@@ -73,6 +87,8 @@ class RowChange:
     late: int = 0
     settled_at: int | None = None
     settle_reason: SettleReason | None = None
+    flagged: list[Flagged] | None = None
+    """Fires the invalid-traffic rules flagged (None: none, nearly always)."""
 
     def settle(self, at: int, reason: SettleReason) -> None:
         self.settled_at = at
@@ -83,13 +99,26 @@ class RowChange:
         return bool(self.set_times or self.fired or self.duplicates or self.late or self.settle_reason)
 
 
+def _known(state: Current, change: RowChange) -> Times:
+    """The ad request's counted event times, this batch's included."""
+    if not change.set_times:
+        return state.times
+    times = list(state.times)
+    for column, at in change.set_times.items():
+        index = TIME_INDEX[column]
+        if times[index] is None:
+            times[index] = at
+    return tuple(times)
+
+
 def resolve(
-    fires: Sequence[Fire], current: dict[uuid.UUID, Current]
+    fires: Sequence[Fire], current: dict[uuid.UUID, Current], judge: Judge | None = None
 ) -> tuple[list[Verdict], dict[uuid.UUID, RowChange]]:
+    """`judge`: the invalid-traffic rules asked about each fire that would count (None: none)."""
     verdicts: list[Verdict] = []
     changes: dict[uuid.UUID, RowChange] = {}
     outcome: Outcome
-    for ident, event, layer, at in fires:
+    for ident, event, layer, at, source in fires:
         state = current.get(ident)
         if state is None:
             verdicts.append(_UNKNOWN)
@@ -109,12 +138,24 @@ def resolve(
             change.duplicates += 1
             outcome = "duplicate"
         else:
-            change.fired |= bit
             column, index = _SLOTS[event]
             if state.times[index] is None and column not in change.set_times:
+                if judge is not None:
+                    reason = judge.judge(
+                        index, at, _known(state, change), state.duration, state.network, source
+                    )
+                    if reason is not None:
+                        change.fired |= _EVENT_BITS[event]
+                        if change.flagged is None:
+                            change.flagged = []
+                        change.flagged.append((event, layer, at, reason))
+                        verdicts.append(Verdict("invalid", expires_at, reason))
+                        continue
+                change.fired |= bit
                 change.set_times[column] = at
                 outcome = "counted"
             else:
+                change.fired |= bit
                 outcome = "echo"
         verdicts.append(Verdict(outcome, expires_at))
     return verdicts, changes

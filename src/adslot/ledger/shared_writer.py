@@ -25,6 +25,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from adslot.ledger.ivt import IvtConfig
 from adslot.ledger.wire import SIZE
 from adslot.ledger.writer_process import READY, encode_database
 from adslot.settings import EnvironmentSettings
@@ -41,8 +42,8 @@ def socket_path(socket_dir: Path, env_name: str) -> Path:
 class SharedWriter:
     """A listening writer process for one environment, started again whenever it exits before stop()."""
 
-    def __init__(self, env: EnvironmentSettings, path: Path) -> None:
-        self._database = encode_database(env.database_url, env.database_schema)
+    def __init__(self, env: EnvironmentSettings, path: Path, ivt: IvtConfig | None = None) -> None:
+        self._database = encode_database(env.database_url, env.database_schema, ivt)
         self.path = path
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
@@ -119,14 +120,16 @@ def _close(process: subprocess.Popen[bytes]) -> int:
 
 
 @contextlib.contextmanager
-def shared_writers(environments: Sequence[EnvironmentSettings]) -> Iterator[Path]:
-    """Run one shared writer for each of `environments`; yield the directory of their sockets for the
-    workers."""
+def shared_writers(
+    environments: Sequence[EnvironmentSettings], ivt: IvtConfig | None = None
+) -> Iterator[Path]:
+    """Run one shared writer for each of `environments`, judging fires by `ivt`; yield the directory of
+    their sockets for the workers."""
     socket_dir = Path(tempfile.mkdtemp(prefix="adslot-ledger-"))
     writers: list[SharedWriter] = []
     try:
         for env in environments:
-            writer = SharedWriter(env, socket_path(socket_dir, env.name))
+            writer = SharedWriter(env, socket_path(socket_dir, env.name), ivt)
             writer.start()
             writers.append(writer)
         yield socket_dir

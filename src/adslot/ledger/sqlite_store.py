@@ -20,6 +20,7 @@ from pathlib import Path
 
 from adslot.ids import uuid_from_int
 from adslot.ledger.claims import closes_at
+from adslot.ledger.ivt import Judge
 from adslot.ledger.records import (
     ANSWER_SLOTS,
     COLUMNS,
@@ -39,6 +40,7 @@ from adslot.ledger.store import (
     DUE_WHERE,
     FIRED_SET,
     INSERT_COLUMNS,
+    INVALID_COLUMNS,
     KEY_STATS_UPSERT_SET,
     PRUNE_ANSWERS,
     PRUNE_WHERE,
@@ -124,6 +126,9 @@ KEY_STATS = (
     "ON CONFLICT (hour, key_id) DO UPDATE SET " + KEY_STATS_UPSERT_SET
 )
 """STATS per API key: a batch names a few keys, so this is one statement."""
+INSERT_INVALID = (
+    f"INSERT INTO invalid_fires ({INVALID_COLUMNS}) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+)
 SAVE_ANSWER = f"INSERT INTO ledger_answers ({ANSWER_COLUMNS}) VALUES (?, ?, ?, ?, ?) {SAVE_ANSWER_SET}"
 READ_ANSWER = ANSWER.format(client="?", slot="?")
 PRUNE_OLD_ANSWERS = PRUNE_ANSWERS.format(before="?")
@@ -218,6 +223,9 @@ def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> None:
             conn.executemany(_update_times(columns), group)
         if settled:
             conn.executemany(UPDATE, settled)
+        invalid = batch.invalid_rows()
+        if invalid:
+            conn.executemany(INSERT_INVALID, [(ident.hex, *rest) for ident, *rest in invalid])
     stats = batch.stats()
     for i in range(0, len(stats), CHUNK):
         rows = stats[i : i + CHUNK]
@@ -245,10 +253,11 @@ def _save_answers(
 
 
 class SqliteLedgerStore:
-    def __init__(self, path: Path, *, writes: bool = True) -> None:
+    def __init__(self, path: Path, *, writes: bool = True, judge: Judge | None = None) -> None:
         """`writes=False` is a worker's read side when its writer process writes: it opens no write
-        connection, writer thread or write turn."""
+        connection, writer thread or write turn. `judge`: the invalid-traffic rules fires are judged by."""
         self._path = path
+        self._judge = judge
         self._writes = writes
         self._reader: sqlite3.Connection | None = None
         self._writer: sqlite3.Connection | None = None
@@ -339,7 +348,7 @@ class SqliteLedgerStore:
         if not self._writes:
             raise RuntimeError("this ledger store only reads: its writer process writes")
         assert conn is not None and turn is not None and checkpoints is not None, "store not started"
-        batch = Batch.of(operations)
+        batch = Batch.of(operations, self._judge)
         memory = self._memory
         with turn:
             conn.execute("BEGIN IMMEDIATE")

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 from adslot.ledger.budget import Counter, Snapshot, admit, claim_keys, deliver, release
 from adslot.ledger.claims import claims_json, parse_claims
+from adslot.ledger.ivt import Judge
 from adslot.ledger.records import (
     ANSWER_RETENTION_SECONDS,
     ANSWER_SLOTS,
@@ -61,7 +62,17 @@ from adslot.ledger.resolve import (
 from adslot.ledger.wire import encode_verdicts
 
 TIME_COLUMNS = tuple(EVENT_COLUMNS.values())
-STATE_COLUMNS = ("id", "expires_at", *TIME_COLUMNS, "account_id", "claims", "settle_reason", "fired")
+STATE_COLUMNS = (
+    "id",
+    "expires_at",
+    *TIME_COLUMNS,
+    "account_id",
+    "claims",
+    "settle_reason",
+    "fired",
+    "source_network",
+    "duration_seconds",
+)
 COUNTER_COLUMNS = ("key", "cap", "reserved", "delivered", "last_at")
 HOUR = 3600
 
@@ -123,7 +134,15 @@ def current_of(row: Sequence[object]) -> Current:
         row[_ACCOUNT + 1],  # type: ignore[arg-type]
         row[_ACCOUNT + 2],  # type: ignore[arg-type]
         int(row[_ACCOUNT + 3]),  # type: ignore[call-overload]
+        *_judged_by(row[_ACCOUNT + 4 :]),
     )
+
+
+def _judged_by(rest: Sequence[object]) -> tuple[int, int | None]:
+    """(network, duration) from a row's last two state columns; (0, None) from a row without them."""
+    if not rest:
+        return 0, None
+    return int(rest[0] or 0), rest[1]  # type: ignore[call-overload, return-value]
 
 
 def change_values(change: RowChange, *, settlement: bool = True) -> tuple[object, ...]:
@@ -187,6 +206,8 @@ SAVE_ANSWER_SET = (
 """Writes nothing for a frame already answered (a resend of a committed one): the store checks the count."""
 ANSWER = "SELECT seq, answer FROM ledger_answers WHERE client = {client} AND slot = {slot}"
 PRUNE_ANSWERS = "DELETE FROM ledger_answers WHERE at < {before}"
+INVALID_COLUMNS = "ad_request_id, event, layer, played_at, reason"
+"""invalid_fires' columns, in Batch.invalid_rows() order; its rows are inserted ON CONFLICT DO NOTHING."""
 STATS_UPSERT_SET = (
     "requests = request_stats.requests + excluded.requests, fills = request_stats.fills + excluded.fills"
 )
@@ -217,10 +238,12 @@ class Batch:
     issue_verdicts: list[Verdict] = field(default_factory=list)
     admitted: list[tuple[AdRequest, str | None]] = field(default_factory=list)
     """Ad requests to insert, each with its claims column as admitted."""
+    judge: Judge | None = None
+    """The invalid-traffic rules its fires are judged by (None: none)."""
 
     @classmethod
-    def of(cls, operations: Sequence[Operation]) -> Batch:
-        batch = cls(operations)
+    def of(cls, operations: Sequence[Operation], judge: Judge | None = None) -> Batch:
+        batch = cls(operations, judge=judge)
         for op in operations:
             if isinstance(op, Fire):
                 batch.fires.append(op)
@@ -266,7 +289,7 @@ class Batch:
     def resolve(self, due: Sequence[uuid.UUID]) -> None:
         """Fires first (an impression counted now makes a release `played`), then releases, then expiry."""
         if self.fires:
-            self.fire_verdicts, self.changes = resolve(self.fires, self.current)
+            self.fire_verdicts, self.changes = resolve(self.fires, self.current, self.judge)
         if self.releases:
             self.release_verdicts = resolve_releases(self.releases, self.current, self.changes)
         if due:
@@ -359,6 +382,15 @@ class Batch:
             if op.key_id is not None:
                 rows.setdefault((op.key_id, op.play_time - op.play_time % HOUR), [0, 0])[0] += 1
         return [(*key, requests, fills) for key, (requests, fills) in sorted(rows.items())]
+
+    def invalid_rows(self) -> list[tuple[uuid.UUID, str, str, int, str]]:
+        """(ad request, event, layer, played_at, reason) of each fire the invalid-traffic rules flagged."""
+        return [
+            (ident, *flagged)
+            for ident, change in self.changes.items()
+            if change.flagged
+            for flagged in change.flagged
+        ]
 
     def row_changes(self) -> list[tuple[uuid.UUID, RowChange]]:
         """The ad requests whose row this batch changes, with the change."""

@@ -7,7 +7,8 @@ input, listens on a Unix socket, and answers "ready" on standard output. `python
 adslot.ledger.writer_process FD` serves the one app that started it over a socketpair (ProcessLedgerStore's
 own writer, where no `adslot serve` runs one).
 
-Each client's first frame names its database (msgpack: url, schema), answered "ready". The batch frames
+Each client's first frame names its database (msgpack: url, schema, and the invalid-traffic rules its
+fires are judged by, ivt.IvtConfig or nil), answered "ready". The batch frames
 that arrive while one transaction is being written, one per client (a worker's next batch waits for the next
 transaction, so it always has one in flight), are applied together in the next, and each is answered (its
 own verdicts, in its own order) only after that commit: several workers pay one commit for all their batches
@@ -39,14 +40,17 @@ except ImportError:  # pragma: no cover - uvloop is not built for Windows
     uvloop = None  # type: ignore[assignment]
 
 from adslot.collector import settle_heap
+from adslot.ledger.ivt import IvtConfig, Judge
 from adslot.ledger.sqlite_store import SqliteLedgerStore
 from adslot.ledger.wire import READY, framed, read_frame_from
 from adslot.ledger.writer_loop import WriterLoop
 from adslot.storage.database import is_sqlite, sqlite_path
+from adslot.storage.in_use import hold
+from adslot.telemetry.logs import configure_from_environment
 
 __all__ = ["READY", "encode_database", "main"]
 log = logging.getLogger("adslot.ledger.writer_process")
-Database = tuple[str, str | None]
+Database = tuple[str, str | None, IvtConfig | None]
 _database: msgspec.msgpack.Decoder[Database] = msgspec.msgpack.Decoder(Database)
 
 
@@ -54,15 +58,16 @@ def decode_database(frame: bytes) -> Database:
     return _database.decode(frame)
 
 
-def encode_database(url: str, schema: str | None) -> bytes:
-    return msgspec.msgpack.encode((url, schema))
+def encode_database(url: str, schema: str | None, ivt: IvtConfig | None = None) -> bytes:
+    return msgspec.msgpack.encode((url, schema, ivt))
 
 
 async def _opened(database: bytes) -> SqliteLedgerStore:
-    url, _ = decode_database(database)
+    url, _, ivt = decode_database(database)
     if not is_sqlite(url):
         raise ValueError("a ledger writer process serves SQLite only: PostgreSQL is written from the workers")
-    store = SqliteLedgerStore(sqlite_path(url))
+    hold(sqlite_path(url))  # `adslot db restore` refuses while this process lives (storage/in_use.py)
+    store = SqliteLedgerStore(sqlite_path(url), judge=None if ivt is None else Judge(ivt))
     await store.start()
     settle_heap()  # its long-lived start-up objects frozen, its batches in flight not taken for garbage
     return store
@@ -112,7 +117,7 @@ async def serve_listening(path: Path, control: int, announce: int) -> None:
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s adslot ledger writer: %(message)s")
+    configure_from_environment()  # its lines in the shape of the workers' (telemetry/logs.py)
     if argv[1:2] == ["--listen"]:
         job = serve_listening(Path(argv[2]), sys.stdin.fileno(), sys.stdout.fileno())
     else:

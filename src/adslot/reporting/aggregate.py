@@ -13,8 +13,9 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from adslot.reporting.buckets import LocalClock
+from adslot.reporting.invalid import INVALID_FIGURES
 from adslot.reporting.query import DeliveryQuery
-from adslot.reporting.schemas import DeliveryReport, DeliveryRow, Filters, Metrics
+from adslot.reporting.schemas import DeliveryReport, DeliveryRow, Filters, InvalidCounts, Metrics
 
 COLUMN_OF = {
     "campaign": "campaign_id",
@@ -37,8 +38,9 @@ COUNTS = (
     "duplicates",
     "expired",
     "released",
+    *INVALID_FIGURES,
 )
-"""The integer metrics SQL sums per group, under these names."""
+"""The integer metrics SQL sums per group, under these names (a group may lack some: 0)."""
 METRIC_COLUMNS = tuple(field for field in Metrics.__struct_fields__)
 
 
@@ -77,12 +79,17 @@ class Tally:
     duplicates: int = 0
     expired: int = 0
     released: int = 0
+    invalid_too_fast: int = 0
+    invalid_out_of_order: int = 0
+    invalid_foreign_network: int = 0
+    invalid_burst: int = 0
 
     def add_delivery(self, group: Mapping[str, Any]) -> None:
-        # PostgreSQL's SUM of integers is NUMERIC (a Decimal in Python): normalise every figure.
+        # PostgreSQL's SUM of integers is NUMERIC (a Decimal in Python): normalise every figure. The groups of
+        # invalid_fires (repository.invalid_groups) carry only the invalid figures.
         for name in COUNTS:
-            setattr(self, name, getattr(self, name) + int(group[name] or 0))
-        self.impressions += float(group["impressions"] or 0)
+            setattr(self, name, getattr(self, name) + int(group.get(name) or 0))
+        self.impressions += float(group.get("impressions") or 0)
 
     def add(self, other: Tally) -> None:
         for item in fields(Tally):
@@ -106,6 +113,12 @@ class Tally:
             "duplicates": self.duplicates,
             "expired": self.expired,
             "released": self.released,
+            "invalid": InvalidCounts(
+                self.invalid_too_fast,
+                self.invalid_out_of_order,
+                self.invalid_foreign_network,
+                self.invalid_burst,
+            ),
         }
 
 

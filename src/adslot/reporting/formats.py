@@ -19,10 +19,12 @@ from typing import Any
 import msgspec
 
 from adslot.reporting.aggregate import METRIC_COLUMNS, dimension_columns
+from adslot.reporting.invalid import INVALID_FIGURES
 from adslot.reporting.schemas import (
     PLAY_COLUMNS,
     DeliveryEnvelope,
     DeliveryReport,
+    DeliveryRow,
     PlaylogEnvelope,
     PlaylogPage,
     PlayRow,
@@ -49,14 +51,22 @@ def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 
 def delivery_columns(report: DeliveryReport) -> tuple[str, ...]:
-    return (*dimension_columns(report.group_by), *METRIC_COLUMNS)
+    """The dimensions, then the metrics, the `invalid` counts as an invalid_<rule> column each."""
+    metrics = [name for name in METRIC_COLUMNS if name != "invalid"]
+    return (*dimension_columns(report.group_by), *metrics, *INVALID_FIGURES)
+
+
+def _value(row: DeliveryRow, name: str) -> Any:
+    if name.startswith("invalid_"):
+        return getattr(row.invalid, name.removeprefix("invalid_"))
+    return getattr(row, name)
 
 
 def delivery_csv(report: DeliveryReport) -> bytes:
     """The header (the grouped dimensions, then the metrics) and one line per row; no totals line, so the
     file sums like any table."""
     columns = delivery_columns(report)
-    return csv_text(columns, ([getattr(row, name) for name in columns] for row in report.rows)).encode()
+    return csv_text(columns, ([_value(row, name) for name in columns] for row in report.rows)).encode()
 
 
 def delivery_json(report: DeliveryReport) -> bytes:

@@ -17,11 +17,12 @@ from typing import Any
 import sqlalchemy as sa
 
 from adslot.errors import ApiError
-from adslot.reporting.aggregate import fold, grouped_table_columns
+from adslot.reporting.aggregate import TABLE_COLUMNS, fold, grouped_table_columns
 from adslot.reporting.buckets import DAY, HOUR, Segment, offset_at, segments, whole_hours
+from adslot.reporting.invalid import invalid_figures
 from adslot.reporting.query import Cursor, DeliveryQuery, PlaylogQuery
 from adslot.reporting.schemas import PLAY_COLUMNS, DeliveryReport, PlaylogPage, PlayRow
-from adslot.storage.tables import ad_requests, request_stats
+from adslot.storage.tables import ad_requests, invalid_fires, report_rollups, request_stats
 
 PLAYLOG_BATCH = 5_000
 """Rows per query when a play log is streamed: each batch is its own short read."""
@@ -34,13 +35,15 @@ def _number(value: int) -> sa.ColumnElement[int]:
     return sa.literal_column(str(int(value)), sa.BigInteger)
 
 
-def _offset(found: list[Segment]) -> sa.ColumnElement[int]:
-    """Each row's UTC offset: one constant, or a CASE over the DST change instants."""
+def _offset(
+    found: list[Segment], at: sa.ColumnElement[int] = ad_requests.c.play_time
+) -> sa.ColumnElement[int]:
+    """Each row's UTC offset at `at`: one constant, or a CASE over the DST change instants."""
     if len(found) == 1:
         return _number(found[0].offset)
     return sa.case(
         *(
-            (ad_requests.c.play_time < _number(following.start), _number(segment.offset))
+            (at < _number(following.start), _number(segment.offset))
             for segment, following in itertools.pairwise(found)
         ),
         else_=_number(found[-1].offset),
@@ -61,6 +64,34 @@ def _bounded(conn: sa.Connection, statement: sa.Select[Any]) -> list[sa.RowMappi
     return rows
 
 
+def delivery_figures(now: int) -> list[sa.Label[Any]]:
+    """What the report sums per group of ad_requests rows, each labelled with its name. Retention rolls old
+    rows up with these same expressions into report_rollups, a column per label (rolled_groups sums them
+    back): a figure added here needs its column there too."""
+    t = ad_requests.c
+    played = t.impression_at.is_not(None)
+    released = t.settle_reason == "released"
+    expired = sa.and_(
+        t.impression_at.is_(None),
+        t.expires_at < now,
+        sa.or_(t.settle_reason.is_(None), t.settle_reason != "released"),
+    )
+    return [
+        sa.func.count().label("fills"),
+        sa.func.count(t.impression_at).label("plays"),
+        sa.func.sum(sa.case((played, t.impressions))).label("impressions"),
+        sa.func.count(t.start_at).label("starts"),
+        sa.func.count(t.first_quartile_at).label("first_quartiles"),
+        sa.func.count(t.midpoint_at).label("midpoints"),
+        sa.func.count(t.third_quartile_at).label("third_quartiles"),
+        sa.func.count(t.complete_at).label("completes"),
+        sa.func.sum(t.late_count).label("late"),
+        sa.func.sum(t.duplicate_count).label("duplicates"),
+        sa.func.count(sa.case((expired, 1))).label("expired"),
+        sa.func.count(sa.case((released, 1))).label("released"),
+    ]
+
+
 def delivery_groups(
     conn: sa.Connection, query: DeliveryQuery, found: list[Segment], now: int
 ) -> list[dict[str, Any]]:
@@ -77,29 +108,8 @@ def delivery_groups(
         keys.append((wall - wall % _number(size)).label("wall"))
         if varying:
             keys.append(offset.label("utc_offset"))
-    played = t.impression_at.is_not(None)
-    released = t.settle_reason == "released"
-    expired = sa.and_(
-        t.impression_at.is_(None),
-        t.expires_at < now,
-        sa.or_(t.settle_reason.is_(None), t.settle_reason != "released"),
-    )
     statement = (
-        sa.select(
-            *keys,
-            sa.func.count().label("fills"),
-            sa.func.count(t.impression_at).label("plays"),
-            sa.func.sum(sa.case((played, t.impressions))).label("impressions"),
-            sa.func.count(t.start_at).label("starts"),
-            sa.func.count(t.first_quartile_at).label("first_quartiles"),
-            sa.func.count(t.midpoint_at).label("midpoints"),
-            sa.func.count(t.third_quartile_at).label("third_quartiles"),
-            sa.func.count(t.complete_at).label("completes"),
-            sa.func.sum(t.late_count).label("late"),
-            sa.func.sum(t.duplicate_count).label("duplicates"),
-            sa.func.count(sa.case((expired, 1))).label("expired"),
-            sa.func.count(sa.case((released, 1))).label("released"),
-        )
+        sa.select(*keys, *delivery_figures(now))
         .where(t.play_time >= query.start, t.play_time < query.end)
         .group_by(*(key.element if isinstance(key, sa.Label) else key for key in keys))
     )
@@ -109,6 +119,83 @@ def delivery_groups(
         statement = statement.where(t.venue_id == query.venue_id)
     if query.screen_id is not None:
         statement = statement.where(t.screen_id == query.screen_id)
+    groups = []
+    for row in _bounded(conn, statement):
+        group = {str(name): value for name, value in row.items()}
+        if query.by_time:
+            group["wall"] = int(group["wall"]) - DAY
+            if not varying:
+                group["utc_offset"] = found[0].offset
+        groups.append(group)
+    return groups
+
+
+def invalid_groups(conn: sa.Connection, query: DeliveryQuery, found: list[Segment]) -> list[dict[str, Any]]:
+    """The fires the invalid-traffic rules flagged (invalid_fires), counted per reason (invalid_<reason>,
+    reporting/invalid.py) in the groups delivery_groups makes of their ad requests."""
+    t = ad_requests.c
+    keys: list[sa.ColumnElement[Any]] = [t[name] for name in grouped_table_columns(query.group_by)]
+    size = HOUR if "hour" in query.group_by else DAY
+    offset = _offset(found)
+    varying = len(found) > 1
+    if query.by_time:
+        wall = t.play_time + offset + _number(DAY)
+        keys.append((wall - wall % _number(size)).label("wall"))
+        if varying:
+            keys.append(offset.label("utc_offset"))
+    statement = (
+        sa.select(*keys, *invalid_figures())
+        .select_from(invalid_fires.join(ad_requests, invalid_fires.c.ad_request_id == t.id))
+        .where(t.play_time >= query.start, t.play_time < query.end)
+        .group_by(*(key.element if isinstance(key, sa.Label) else key for key in keys))
+    )
+    if query.campaign_id is not None:
+        statement = statement.where(t.campaign_id == query.campaign_id)
+    if query.venue_id is not None:
+        statement = statement.where(t.venue_id == query.venue_id)
+    if query.screen_id is not None:
+        statement = statement.where(t.screen_id == query.screen_id)
+    groups = []
+    for row in _bounded(conn, statement):
+        group = {str(name): value for name, value in row.items()}
+        if query.by_time:
+            group["wall"] = int(group["wall"]) - DAY
+            if not varying:
+                group["utc_offset"] = found[0].offset
+        groups.append(group)
+    return groups
+
+
+ROLLUP_KEYS = frozenset({"bucket", *TABLE_COLUMNS})
+
+
+def rolled_groups(conn: sa.Connection, query: DeliveryQuery, found: list[Segment]) -> list[dict[str, Any]]:
+    """report_rollups (ad requests past the retention, rolled up per 15-minute bucket) grouped as
+    delivery_groups groups ad_requests, with each of its figure columns summed under its name (those of
+    delivery_figures, and invalid_<reason>). A bucket counts when it starts within [from, to): exact when
+    from and to are whole quarter hours, as every local hour and day is."""
+    r = report_rollups.c
+    keys: list[sa.ColumnElement[Any]] = [r[name] for name in grouped_table_columns(query.group_by)]
+    size = HOUR if "hour" in query.group_by else DAY
+    offset = _offset(found, r.bucket)
+    varying = len(found) > 1
+    if query.by_time:
+        wall = r.bucket + offset + _number(DAY)
+        keys.append((wall - wall % _number(size)).label("wall"))
+        if varying:
+            keys.append(offset.label("utc_offset"))
+    figures = [sa.func.sum(c).label(c.name) for c in report_rollups.columns if c.name not in ROLLUP_KEYS]
+    statement = (
+        sa.select(*keys, *figures)
+        .where(r.bucket >= query.start, r.bucket < query.end)
+        .group_by(*(key.element if isinstance(key, sa.Label) else key for key in keys))
+    )
+    if query.campaign_id is not None:
+        statement = statement.where(r.campaign_id == query.campaign_id)
+    if query.venue_id is not None:
+        statement = statement.where(r.venue_id == query.venue_id)
+    if query.screen_id is not None:
+        statement = statement.where(r.screen_id == query.screen_id)
     groups = []
     for row in _bounded(conn, statement):
         group = {str(name): value for name, value in row.items()}
@@ -160,7 +247,8 @@ def requests_attributable(query: DeliveryQuery, found: list[Segment]) -> bool:
 def delivery_report(conn: sa.Connection, query: DeliveryQuery, now: int) -> DeliveryReport:
     """The delivery report; `now` decides which unplayed ad requests have expired."""
     found = segments(query.zone, query.start, query.end) if query.by_time else [Segment(query.start, 0)]
-    delivery = delivery_groups(conn, query, found, now)
+    delivery = delivery_groups(conn, query, found, now) + rolled_groups(conn, query, found)
+    delivery += invalid_groups(conn, query, found)
     requests = request_groups(conn, query, found) if requests_attributable(query, found) else None
     return fold(query, delivery, requests)
 

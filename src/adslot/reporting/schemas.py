@@ -10,6 +10,19 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 
+class InvalidCounts(msgspec.Struct):
+    """Fires the invalid-traffic rules flagged, per rule: kept, never counted as plays or billed."""
+
+    too_fast: int
+    """Quartiles closer together than the creative's duration allows."""
+    out_of_order: int
+    """An event played before one that comes earlier in a play."""
+    foreign_network: int
+    """From another network than its ad request's."""
+    burst: int
+    """One of too many first impressions from one network in a short time."""
+
+
 class Metrics(msgspec.Struct, kw_only=True):
     """Delivery figures of one group (or of the whole report, as its totals)."""
 
@@ -38,6 +51,8 @@ class Metrics(msgspec.Struct, kw_only=True):
     """Ad requests whose expiry passed unplayed (and that the player did not release)."""
     released: int
     """Ad requests the player gave back before play."""
+    invalid: InvalidCounts
+    """Fires the invalid-traffic rules flagged, per rule (CSV: an invalid_<rule> column each)."""
 
 
 class DeliveryRow(Metrics, kw_only=True):

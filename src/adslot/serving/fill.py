@@ -34,6 +34,8 @@ class SlotRequest:
     play_time: int
     key_id: int | None = None
     """The API key that asked (the ledger counts its ad requests, filled or not, per key); None: no key."""
+    source_network: int | None = None
+    """The network it came from (ledger/ivt.network_key), its fires judged against it; None: unknown."""
 
 
 def slot_for(catalog: Catalog, request: SlotRequest) -> Slot:
@@ -95,6 +97,8 @@ async def fill_slot(
             creative_id=choice.creative.id,
             impressions=impressions,
             key_id=request.key_id,
+            source_network=request.source_network,
+            duration_seconds=choice.creative.duration_seconds,
         )
         verdict = await writer.submit(Issue(record, claims or None))
         if verdict.counters:

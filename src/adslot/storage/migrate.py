@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -20,6 +22,31 @@ def alembic_config(engine: sa.Engine, schema: str | None) -> Config:
     config.attributes["engine"] = engine
     config.attributes["schema"] = checked_schema(schema)
     return config
+
+
+MIGRATION_LOCK = "adslot migrations "
+"""Prefix of the advisory lock's name (with the schema's) that orders the nodes preparing one database."""
+
+
+@contextmanager
+def one_at_a_time(engine: sa.Engine, schema: str | None) -> Iterator[None]:
+    """Hold PostgreSQL's session advisory lock for this schema (on a connection of its own) while preparing
+    the database. Several nodes starting at once on a new database, or on one a release adds a migration
+    to, each migrate it and seed its sandbox: without the lock two of them create the same schema, table
+    or seed row at once and one fails to start (a unique violation). With it they take turns, and the next
+    finds the work done. Nothing to hold on SQLite, whose write lock orders them (one host only)."""
+    if engine.dialect.name != "postgresql":
+        yield
+        return
+    name = MIGRATION_LOCK + (checked_schema(schema) or "")
+    with engine.connect() as lock:
+        lock.exec_driver_sql("SELECT pg_advisory_lock(hashtext(%(name)s))", {"name": name})
+        lock.commit()
+        try:
+            yield
+        finally:
+            lock.exec_driver_sql("SELECT pg_advisory_unlock(hashtext(%(name)s))", {"name": name})
+            lock.commit()
 
 
 def upgrade(engine: sa.Engine, schema: str | None) -> None:

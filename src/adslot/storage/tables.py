@@ -169,6 +169,12 @@ ad_requests = sa.Table(
     # The API key that asked for it (api_keys.id, no foreign key: the ledger writes without reading keys);
     # null for ad requests stored before migration 0009. The Health page reads it with the play_time index.
     sa.Column("key_id", sa.Integer, nullable=True),
+    # The network the ad request came from (ledger.ivt.network_key: an IPv4 /16 or IPv6 /48 by default),
+    # which a fire from another network is flagged foreign_network against; null when unknown.
+    sa.Column("source_network", sa.BigInteger, nullable=True),
+    # The creative's duration at issue time, which quartiles fired faster than it allows are flagged
+    # too_fast against; null when unknown (rows stored before migration 0011).
+    sa.Column("duration_seconds", sa.Integer, nullable=True),
     sa.Index(
         "ix_ad_requests_unsettled_expiry",
         "expires_at",
@@ -200,6 +206,19 @@ delivery_counters = sa.Table(
     sa.Index("ix_delivery_counters_closes_at", "closes_at"),
 )
 
+# Fires the invalid-traffic rules flagged (ledger.ivt): kept with their reason, never counted. One row per
+# (ad request, event, layer) at most: a flagged fire sets its event's fired bits (its repeats: duplicates).
+# No foreign key, as for ad_requests.key_id; reports join it to ad_requests by id.
+invalid_fires = sa.Table(
+    "invalid_fires",
+    metadata,
+    sa.Column("ad_request_id", sa.Uuid, primary_key=True),
+    sa.Column("event", sa.String(16), primary_key=True),
+    sa.Column("layer", sa.String(8), primary_key=True),
+    sa.Column("played_at", sa.BigInteger, nullable=False),  # the fire's time (a live pixel's: its arrival)
+    sa.Column("reason", sa.String(32), nullable=False),  # too_fast, out_of_order, foreign_network, burst
+)
+
 # Ad requests per venue, screen and hour of play_time, filled or not: the denominator of fill rate.
 request_stats = sa.Table(
     "request_stats",
@@ -222,6 +241,39 @@ key_stats = sa.Table(
     sa.Column("requests", sa.BigInteger, nullable=False, server_default="0"),
     sa.Column("fills", sa.BigInteger, nullable=False, server_default="0"),
     sa.PrimaryKeyConstraint("hour", "key_id"),
+)
+
+# Settled ad requests older than ADSLOT_RETENTION_DAYS, rolled up (adslot.retention) before their rows are
+# deleted: per 15-minute bucket of play_time (exact for every UTC offset in use, all multiples of 15 minutes),
+# campaign, creative, venue and screen, each figure the delivery report sums (reporting.repository's
+# delivery_figures, one column per figure, and the flagged fires per reason). Reports add these to what the
+# live rows give; their invalid_fires rows are deleted with them.
+report_rollups = sa.Table(
+    "report_rollups",
+    metadata,
+    sa.Column("bucket", sa.BigInteger, primary_key=True),  # epoch seconds, a multiple of 900
+    sa.Column("campaign_id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("creative_id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("venue_id", sa.String(128), primary_key=True),
+    sa.Column("screen_id", sa.String(128), primary_key=True),  # "" when the requests named no screen
+    sa.Column("fills", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("plays", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("impressions", sa.Float, nullable=False, server_default="0"),
+    sa.Column("starts", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("first_quartiles", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("midpoints", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("third_quartiles", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("completes", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("late", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("duplicates", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("expired", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("released", sa.BigInteger, nullable=False, server_default="0"),
+    # Fires the invalid-traffic rules flagged (invalid_fires), per reason (ledger.ivt.RULES).
+    sa.Column("invalid_too_fast", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("invalid_out_of_order", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("invalid_foreign_network", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("invalid_burst", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Index("ix_report_rollups_venue_id_bucket", "venue_id", "bucket"),
 )
 
 # The answer each worker's latest batch frames got, stored in the same transaction as the batch: a frame

@@ -1,0 +1,1 @@
+"""What operators ask a running adslot: /metrics, /healthz and /readyz."""
