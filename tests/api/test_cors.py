@@ -126,6 +126,14 @@ def test_both_lanes_answer_an_ad_request_with_the_same_cors_headers_exposing_the
     assert {"X-Ad-Request-Uuid", "X-Ad-Request-Expired-At", "X-Request-Id"} <= exposed
 
 
+def test_a_request_without_origin_gets_only_vary_origin_on_both_lanes(live: LiveServer) -> None:
+    """A player that is no browser sends no Origin and needs no CORS header; Vary keeps a cache from handing
+    its answer to a page."""
+    lane, asgi = _exchange(live, _ad_request(live, AD_REQUEST), _ad_request(live, _escaped(AD_REQUEST)))
+    assert lane[0] == asgi[0] == 200
+    assert _cors(lane[1]) == _cors(asgi[1]) == {"vary": "Origin"}
+
+
 def test_pixels_the_inline_vast_the_record_release_manifest_and_media_answer_cors(
     live: LiveServer, http: httpx.Client
 ) -> None:

@@ -55,18 +55,24 @@ class CorsPolicy:
         self._answers: dict[bytes, Headers] = {}
         self._preflights: dict[bytes, Headers] = {}
         self._other: Headers = ()
-        """The CORS headers of an answer to any other origin, or to a request without Origin."""
+        """The CORS headers of an answer to an origin not listed (with any origin allowed: to every origin)."""
+        self._absent: Headers = ()
+        """The CORS headers of an answer to a request without Origin: a player that is no browser, which needs
+        none. `Vary: Origin` keeps a cache from handing such an answer to a page."""
         if self.any_origin:
             self._other = ((b"access-control-allow-origin", b"*"), expose)
+            self._absent = (VARY,)
             self._any_preflight: Headers = ((b"access-control-allow-origin", b"*"), *preflight)
         elif self.enabled:
             self._other = (VARY,)
+            self._absent = (VARY,)
             for origin in (o.encode("ascii") for o in origins):
                 allow = (b"access-control-allow-origin", origin)
                 self._answers[origin] = (allow, VARY, expose)
                 self._preflights[origin] = (allow, VARY, *preflight)
         self._blocks = {origin: _lines(headers) for origin, headers in self._answers.items()}
         self._other_block = _lines(self._other)
+        self._absent_block = _lines(self._absent)
         self._refusal: Answer = (
             403,
             (
@@ -80,13 +86,13 @@ class CorsPolicy:
     def answer_headers(self, origin: bytes | None) -> Headers:
         """The CORS headers of an answer on a player path to a request from `origin` (None: no Origin)."""
         if origin is None:
-            return self._other
+            return self._absent
         return self._answers.get(origin, self._other)
 
     def answer_block(self, origin: bytes | None) -> bytes:
         """answer_headers as the hot lane writes them: `name: value\\r\\n` lines."""
         if origin is None:
-            return self._other_block
+            return self._absent_block
         return self._blocks.get(origin, self._other_block)
 
     def preflight(self, origin: bytes) -> Answer:

@@ -19,7 +19,9 @@ class EdgeHeaders:
         self._mounts = sorted((m for m in mounts if m), key=len, reverse=True)
         self._constant = self.cors.any_origin or not self.cors.enabled
         """Whether every answer's CORS lines are the same, whatever the Origin."""
-        self._constant_block = self.cors.answer_block(None)
+        self._constant_block = self.cors.answer_block(b"*")
+        """The CORS lines for any Origin sent, when they are constant."""
+        self._absent_block = self.cors.answer_block(None)
 
     def relative(self, path: str) -> str:
         """`path` relative to the environment mount it falls under (production's is the root)."""
@@ -43,6 +45,8 @@ class EdgeHeaders:
                 origin = value
         if sent is None or not usable(sent):
             sent = new_request_id()
+        if origin is None:
+            return sent, self._absent_block
         return sent, self._constant_block if self._constant else self.cors.answer_block(origin)
 
     def answer_headers(self, origin: bytes | None) -> Headers:
