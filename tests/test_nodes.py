@@ -75,8 +75,6 @@ def shared_environ(schemas: list[str]) -> dict[str, str]:
         "ADSLOT_DATABASE_SCHEMA": schemas[0],
         "ADSLOT_SANDBOX_DATABASE_SCHEMA": schemas[1],
     }
-    # Every player here fires from 127.0.0.1: the invalid-traffic burst rule (per process) stays out of it.
-    environ["ADSLOT_IVT_RULES"] = "too_fast,out_of_order,foreign_network"
     redis = os.environ.get("ADSLOT_TEST_REDIS_URL")
     if redis:
         environ["ADSLOT_REDIS_URL"] = redis

@@ -59,7 +59,7 @@ async def outcomes(futures: list[asyncio.Future[Verdict] | None]) -> list[str]:
     return ["limited" if future is None else (await future).outcome for future in futures]
 
 
-def test_a_flood_while_the_first_fire_is_in_flight_is_written_once_more_and_counted_exactly(
+def test_a_flood_while_the_first_fire_is_in_flight_is_written_twice_more_and_counted_exactly(
     db: LedgerDatabase,
 ) -> None:
     issued = record()
@@ -85,7 +85,7 @@ def test_a_flood_while_the_first_fire_is_in_flight_is_written_once_more_and_coun
     answers, batches = db.run(scenario)
     assert len(answers) == 200
     assert answers == ["counted"] + ["duplicate"] * 199
-    assert batches == [1, 199], "the row is written for the first fire, then once for all its repeats"
+    assert batches == [1, 1, 198], "written for the first fire, its first repeat, then once for the rest"
     row = db.rows()[issued.id]
     assert row["impression_at"] is not None
     assert row["duplicate_count"] == 199, "every repeat answered duplicate is in duplicate_count"

@@ -55,7 +55,7 @@ class CorsPolicy:
         self._answers: dict[bytes, Headers] = {}
         self._preflights: dict[bytes, Headers] = {}
         self._other: Headers = ()
-        """The CORS headers of an answer to an origin not listed (with any origin allowed: to every origin)."""
+        """The CORS headers of an answer to an origin not listed (any origin allowed: to every origin)."""
         self._absent: Headers = ()
         """The CORS headers of an answer to a request without Origin: a player that is no browser, which needs
         none. `Vary: Origin` keeps a cache from handing such an answer to a page."""

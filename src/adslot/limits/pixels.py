@@ -4,20 +4,21 @@ Per process, in front of the ledger (api/proof_of_play.py begin_event):
 - At most `limit` fires a second per ad request uuid (ADSLOT_RATE_LIMIT_PIXELS, default 50; a second of the
   wall clock): the rest are answered 429 before the ledger sees them. A play fires at most twelve (six events,
   from both VAST layers) over the length of its creative; fifty in one second is only ever a flood.
-- While a fire of an (ad request, event, layer) is in the ledger, the repeats of that second wait for it and
-  then go to the ledger together, in one batch: the ad request's row is written once for the first fire and
-  once for all the repeats that arrived meanwhile, however many (the ledger resolves a batch's fires of one ad
-  request into one UPDATE). Each repeat is still a fire the ledger decides and records (`duplicate` into
-  duplicate_count, `late` into late_count), and each answer waits for its own commit, so the record's counts
-  stay exact and nothing is acknowledged before it is durable.
+- The first fire of an ad request in a second goes to the ledger as it is, and so does the first repeat of an
+  (event, layer); while that repeat is in the ledger, the later repeats of that second wait for it and then go
+  to the ledger together, in one batch: the ad request's row is written for the first fire, for its first
+  repeat, and once for all the repeats that arrived meanwhile, however many (the ledger resolves a batch's
+  fires of one ad request into one UPDATE). Each repeat is still a fire the ledger decides and records
+  (`duplicate` into duplicate_count, `late` into late_count), and each answer waits for its own commit, so
+  the record's counts stay exact and nothing is acknowledged before it is durable.
 
 Several workers or nodes may each receive fires of one uuid; each guards its own share, and the ledger's
 fired bits keep the counts right whatever process a fire lands on.
 
 Memory is bounded by time: the guard knows the fires of the current second only (a new second starts an empty
-table), so it holds one second of this process's fires. The first fire of an ad request in a second costs a
-dict lookup and an insert (~0.2 µs); only a second fire of it in the same second pays for more. No task, no
-I/O.
+table), so it holds one second of this process's fires, as a count per ad request. The first fire of an ad
+request in a second costs a dict lookup and an insert of an int (~0.2 µs) and keeps nothing else; only a
+second fire of it in the same second pays for more. No task, no I/O.
 """
 
 from __future__ import annotations
@@ -38,14 +39,13 @@ class _Ledger(Protocol):
 """(event, layer)."""
 
 
-class _Seen:
-    """An ad request fired more than once this second: how often, and the latest ledger future per slot."""
+class _Flood:
+    """An ad request fired more than once this second: the latest ledger future per (event, layer)."""
 
-    __slots__ = ("count", "flights")
+    __slots__ = ("flights",)
 
-    def __init__(self, first: Fire, future: asyncio.Future[Verdict]) -> None:
-        self.count = 1
-        self.flights: dict[_Slot, asyncio.Future[Verdict]] = {(first.event, first.layer): future}
+    def __init__(self) -> None:
+        self.flights: dict[_Slot, asyncio.Future[Verdict]] = {}
 
 
 class PixelGuard:
@@ -55,45 +55,46 @@ class PixelGuard:
         self._ledger = ledger
         self._limit = limit
         self._second = 0
-        self._seen: dict[int, tuple[Fire, asyncio.Future[Verdict]] | _Seen] = {}
-        """This second's ad requests by uuid: the first fire and its future, or _Seen once fired again."""
+        self._counts: dict[int, int] = {}
+        """This second's fires per ad request uuid, as plain ints: the first fire of an ad request (nearly
+        every fire) keeps no object alive, where its future and Fire, kept for the rest of the second, would
+        be walked by every young garbage collection (tens of thousands of them at full load)."""
+        self._floods: dict[int, _Flood] = {}
+        """The ad requests fired again this second, with their fires in flight."""
         self._waiting: dict[tuple[int, str, str], list[tuple[Fire, asyncio.Future[Verdict]]]] = {}
         """Repeats waiting for their slot's fire in flight, with the futures they are answered from."""
 
     @property
     def tracked(self) -> int:
         """The ad requests the guard remembers: those fired this second."""
-        return len(self._seen)
+        return len(self._counts)
 
     def enqueue(self, fire: Fire) -> asyncio.Future[Verdict] | None:
         """The future of `fire`'s verdict, or None when its uuid is over the limit (answer 429, nothing
         stored)."""
         if fire.at != self._second:
             self._second = fire.at
-            self._seen = {}
+            self._counts = {}
+            self._floods = {}
         ident = fire.ad_request_id.int
-        seen = self._seen.get(ident)
-        if seen is None:
-            future = self._ledger.enqueue(fire)
-            self._seen[ident] = (fire, future)
-            return future
-        return self._again(ident, seen, fire)
+        count = self._counts.get(ident, 0) + 1
+        self._counts[ident] = count
+        if count == 1:
+            return self._ledger.enqueue(fire)
+        return self._again(ident, count, fire)
 
-    def _again(
-        self, ident: int, seen: tuple[Fire, asyncio.Future[Verdict]] | _Seen, fire: Fire
-    ) -> asyncio.Future[Verdict] | None:
+    def _again(self, ident: int, count: int, fire: Fire) -> asyncio.Future[Verdict] | None:
         """A fire on an ad request already fired this second: limited, joined to its slot's fire in flight,
-        or sent to the ledger."""
-        if type(seen) is tuple:
-            seen = self._seen[ident] = _Seen(*seen)
-        assert isinstance(seen, _Seen)
-        seen.count += 1
-        if self._limit and seen.count > self._limit:
+        or sent to the ledger (the first repeat of a slot, which later repeats then wait for)."""
+        if self._limit and count > self._limit:
             return None
+        flood = self._floods.get(ident)
+        if flood is None:
+            flood = self._floods[ident] = _Flood()
         slot = (fire.event, fire.layer)
-        flight = seen.flights.get(slot)
+        flight = flood.flights.get(slot)
         if flight is None or flight.done():
-            future = seen.flights[slot] = self._ledger.enqueue(fire)
+            future = flood.flights[slot] = self._ledger.enqueue(fire)
             return future
         answer: asyncio.Future[Verdict] = flight.get_loop().create_future()
         key = (ident, *slot)
@@ -117,9 +118,9 @@ class PixelGuard:
                 continue
             verdict.add_done_callback(partial(_pass_on, answer))
             latest = verdict
-        seen = self._seen.get(key[0])
-        if latest is not None and isinstance(seen, _Seen):
-            seen.flights[key[1], key[2]] = latest
+        flood = self._floods.get(key[0])
+        if latest is not None and flood is not None:
+            flood.flights[key[1], key[2]] = latest
 
 
 def _pass_on(answer: asyncio.Future[Verdict], verdict: asyncio.Future[Verdict]) -> None:
