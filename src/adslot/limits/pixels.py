@@ -4,21 +4,21 @@ Per process, in front of the ledger (api/proof_of_play.py begin_event):
 - At most `limit` fires a second per ad request uuid (ADSLOT_RATE_LIMIT_PIXELS, default 50; a second of the
   wall clock): the rest are answered 429 before the ledger sees them. A play fires at most twelve (six events,
   from both VAST layers) over the length of its creative; fifty in one second is only ever a flood.
-- The first fire of an ad request in a second goes to the ledger as it is, and so does the first repeat of an
-  (event, layer); while that repeat is in the ledger, the later repeats of that second wait for it and then go
-  to the ledger together, in one batch: the ad request's row is written for the first fire, for its first
-  repeat, and once for all the repeats that arrived meanwhile, however many (the ledger resolves a batch's
-  fires of one ad request into one UPDATE). Each repeat is still a fire the ledger decides and records
-  (`duplicate` into duplicate_count, `late` into late_count), and each answer waits for its own commit, so
-  the record's counts stay exact and nothing is acknowledged before it is durable.
+- The first fire of each (event, layer) of an ad request in a second goes to the ledger as it is, and so
+  does its first repeat; while that repeat is in the ledger, the later repeats of that second wait for it
+  and then go to the ledger together, in one batch: the ad request's row is written for the first fire, for
+  its first repeat, and once for all the repeats that arrived meanwhile, however many (the ledger resolves a
+  batch's fires of one ad request into one UPDATE). Each repeat is still a fire the ledger decides and
+  records (`duplicate` into duplicate_count, `late` into late_count), and each answer waits for its own
+  commit, so the record's counts stay exact and nothing is acknowledged before it is durable.
 
 Several workers or nodes may each receive fires of one uuid; each guards its own share, and the ledger's
 fired bits keep the counts right whatever process a fire lands on.
 
 Memory is bounded by time: the guard knows the fires of the current second only (a new second starts an empty
-table), so it holds one second of this process's fires, as a count per ad request. The first fire of an ad
-request in a second costs a dict lookup and an insert of an int (~0.2 µs) and keeps nothing else; only a
-second fire of it in the same second pays for more. No task, no I/O.
+table), so it holds one second of this process's fires, as a count per ad request and an int per (ad request,
+event, layer). A first fire costs two lookups and two inserts of ints (~0.2 µs) and keeps nothing else; only
+a repeat of an (event, layer) in the same second pays for more. No task, no I/O.
 """
 
 from __future__ import annotations
@@ -27,9 +27,13 @@ import asyncio
 from functools import partial
 from typing import Protocol
 
-from adslot.ledger.records import Fire, Verdict
+from adslot.ledger.records import FIRE_BITS, Fire, Verdict
 
 _Slot = tuple[str, str]
+
+
+SLOT_INDEX: dict[tuple[str, str], int] = {slot: n for n, slot in enumerate(FIRE_BITS)}
+"""Each (event, layer)'s number, below 16."""
 
 
 class _Ledger(Protocol):
@@ -59,6 +63,8 @@ class PixelGuard:
         """This second's fires per ad request uuid, as plain ints: the first fire of an ad request (nearly
         every fire) keeps no object alive, where its future and Fire, kept for the rest of the second, would
         be walked by every young garbage collection (tens of thousands of them at full load)."""
+        self._slots: set[int] = set()
+        """This second's fired (ad request, event, layer)s, each as one int (uuid << 4 | SLOT_INDEX)."""
         self._floods: dict[int, _Flood] = {}
         """The ad requests fired again this second, with their fires in flight."""
         self._waiting: dict[tuple[int, str, str], list[tuple[Fire, asyncio.Future[Verdict]]]] = {}
@@ -75,19 +81,22 @@ class PixelGuard:
         if fire.at != self._second:
             self._second = fire.at
             self._counts = {}
+            self._slots = set()
             self._floods = {}
         ident = fire.ad_request_id.int
         count = self._counts.get(ident, 0) + 1
         self._counts[ident] = count
-        if count == 1:
-            return self._ledger.enqueue(fire)
-        return self._again(ident, count, fire)
-
-    def _again(self, ident: int, count: int, fire: Fire) -> asyncio.Future[Verdict] | None:
-        """A fire on an ad request already fired this second: limited, joined to its slot's fire in flight,
-        or sent to the ledger (the first repeat of a slot, which later repeats then wait for)."""
         if self._limit and count > self._limit:
             return None
+        slot_key = ident << 4 | SLOT_INDEX[fire.event, fire.layer]
+        if slot_key not in self._slots:  # the first fire of its (event, layer) this second: nearly all
+            self._slots.add(slot_key)
+            return self._ledger.enqueue(fire)
+        return self._again(ident, fire)
+
+    def _again(self, ident: int, fire: Fire) -> asyncio.Future[Verdict] | None:
+        """A repeat of an (event, layer) already fired this second: joined to its fire in flight, or sent to
+        the ledger (the first repeat, which later repeats then wait for)."""
         flood = self._floods.get(ident)
         if flood is None:
             flood = self._floods[ident] = _Flood()
