@@ -92,33 +92,40 @@ def delivery_figures(now: int) -> list[sa.Label[Any]]:
     ]
 
 
-def delivery_groups(
-    conn: sa.Connection, query: DeliveryQuery, found: list[Segment], now: int
+def _grouped(
+    conn: sa.Connection,
+    query: DeliveryQuery,
+    found: list[Segment],
+    columns: sa.ColumnCollection[str, sa.Column[Any]],
+    at: sa.ColumnElement[int],
+    figures: list[sa.Label[Any]],
+    source: sa.FromClause | None = None,
 ) -> list[dict[str, Any]]:
-    """ad_requests grouped by the report's table columns and, when grouped by time, the local wall-clock
-    hour or day (`wall`, UTC epoch seconds of the wall clock read as UTC) with its `utc_offset`."""
-    t = ad_requests.c
-    keys: list[sa.ColumnElement[Any]] = [t[name] for name in grouped_table_columns(query.group_by)]
+    """Rows grouped by the report's table columns (of `columns`) and, when grouped by time, the local
+    wall-clock hour or day of `at` (`wall`, UTC epoch seconds of the wall clock read as UTC) with its
+    `utc_offset`; each of `figures` per group. The report's filters apply to `columns`, its period to `at`."""
+    keys: list[sa.ColumnElement[Any]] = [columns[name] for name in grouped_table_columns(query.group_by)]
     size = HOUR if "hour" in query.group_by else DAY
-    offset = _offset(found)
+    offset = _offset(found, at)
     varying = len(found) > 1
     if query.by_time:
         # One day added keeps the wall clock positive, so % floors alike in every database.
-        wall = t.play_time + offset + _number(DAY)
+        wall = at + offset + _number(DAY)
         keys.append((wall - wall % _number(size)).label("wall"))
         if varying:
             keys.append(offset.label("utc_offset"))
-    statement = (
-        sa.select(*keys, *delivery_figures(now))
-        .where(t.play_time >= query.start, t.play_time < query.end)
-        .group_by(*(key.element if isinstance(key, sa.Label) else key for key in keys))
+    statement = sa.select(*keys, *figures)
+    if source is not None:
+        statement = statement.select_from(source)
+    statement = statement.where(at >= query.start, at < query.end).group_by(
+        *(key.element if isinstance(key, sa.Label) else key for key in keys)
     )
     if query.campaign_id is not None:
-        statement = statement.where(t.campaign_id == query.campaign_id)
+        statement = statement.where(columns["campaign_id"] == query.campaign_id)
     if query.venue_id is not None:
-        statement = statement.where(t.venue_id == query.venue_id)
+        statement = statement.where(columns["venue_id"] == query.venue_id)
     if query.screen_id is not None:
-        statement = statement.where(t.screen_id == query.screen_id)
+        statement = statement.where(columns["screen_id"] == query.screen_id)
     groups = []
     for row in _bounded(conn, statement):
         group = {str(name): value for name, value in row.items()}
@@ -128,42 +135,22 @@ def delivery_groups(
                 group["utc_offset"] = found[0].offset
         groups.append(group)
     return groups
+
+
+def delivery_groups(
+    conn: sa.Connection, query: DeliveryQuery, found: list[Segment], now: int
+) -> list[dict[str, Any]]:
+    """ad_requests grouped as the report asks (_grouped), by their play_time."""
+    t = ad_requests.c
+    return _grouped(conn, query, found, t, t.play_time, delivery_figures(now))
 
 
 def invalid_groups(conn: sa.Connection, query: DeliveryQuery, found: list[Segment]) -> list[dict[str, Any]]:
     """The fires the invalid-traffic rules flagged (invalid_fires), counted per reason (invalid_<reason>,
     reporting/invalid.py) in the groups delivery_groups makes of their ad requests."""
     t = ad_requests.c
-    keys: list[sa.ColumnElement[Any]] = [t[name] for name in grouped_table_columns(query.group_by)]
-    size = HOUR if "hour" in query.group_by else DAY
-    offset = _offset(found)
-    varying = len(found) > 1
-    if query.by_time:
-        wall = t.play_time + offset + _number(DAY)
-        keys.append((wall - wall % _number(size)).label("wall"))
-        if varying:
-            keys.append(offset.label("utc_offset"))
-    statement = (
-        sa.select(*keys, *invalid_figures())
-        .select_from(invalid_fires.join(ad_requests, invalid_fires.c.ad_request_id == t.id))
-        .where(t.play_time >= query.start, t.play_time < query.end)
-        .group_by(*(key.element if isinstance(key, sa.Label) else key for key in keys))
-    )
-    if query.campaign_id is not None:
-        statement = statement.where(t.campaign_id == query.campaign_id)
-    if query.venue_id is not None:
-        statement = statement.where(t.venue_id == query.venue_id)
-    if query.screen_id is not None:
-        statement = statement.where(t.screen_id == query.screen_id)
-    groups = []
-    for row in _bounded(conn, statement):
-        group = {str(name): value for name, value in row.items()}
-        if query.by_time:
-            group["wall"] = int(group["wall"]) - DAY
-            if not varying:
-                group["utc_offset"] = found[0].offset
-        groups.append(group)
-    return groups
+    source = invalid_fires.join(ad_requests, invalid_fires.c.ad_request_id == t.id)
+    return _grouped(conn, query, found, t, t.play_time, invalid_figures(), source)
 
 
 ROLLUP_KEYS = frozenset({"bucket", *TABLE_COLUMNS})
@@ -175,36 +162,8 @@ def rolled_groups(conn: sa.Connection, query: DeliveryQuery, found: list[Segment
     delivery_figures, and invalid_<reason>). A bucket counts when it starts within [from, to): exact when
     from and to are whole quarter hours, as every local hour and day is."""
     r = report_rollups.c
-    keys: list[sa.ColumnElement[Any]] = [r[name] for name in grouped_table_columns(query.group_by)]
-    size = HOUR if "hour" in query.group_by else DAY
-    offset = _offset(found, r.bucket)
-    varying = len(found) > 1
-    if query.by_time:
-        wall = r.bucket + offset + _number(DAY)
-        keys.append((wall - wall % _number(size)).label("wall"))
-        if varying:
-            keys.append(offset.label("utc_offset"))
     figures = [sa.func.sum(c).label(c.name) for c in report_rollups.columns if c.name not in ROLLUP_KEYS]
-    statement = (
-        sa.select(*keys, *figures)
-        .where(r.bucket >= query.start, r.bucket < query.end)
-        .group_by(*(key.element if isinstance(key, sa.Label) else key for key in keys))
-    )
-    if query.campaign_id is not None:
-        statement = statement.where(r.campaign_id == query.campaign_id)
-    if query.venue_id is not None:
-        statement = statement.where(r.venue_id == query.venue_id)
-    if query.screen_id is not None:
-        statement = statement.where(r.screen_id == query.screen_id)
-    groups = []
-    for row in _bounded(conn, statement):
-        group = {str(name): value for name, value in row.items()}
-        if query.by_time:
-            group["wall"] = int(group["wall"]) - DAY
-            if not varying:
-                group["utc_offset"] = found[0].offset
-        groups.append(group)
-    return groups
+    return _grouped(conn, query, found, r, r.bucket, figures)
 
 
 def request_groups(conn: sa.Connection, query: DeliveryQuery, found: list[Segment]) -> list[dict[str, Any]]:
