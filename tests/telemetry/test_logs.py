@@ -221,3 +221,11 @@ def test_adslot_serve_writes_json_lines_with_the_request_id_of_the_request_being
         if line and not line.startswith(("{", "adslot stopped"))
     ]
     assert not_json == []
+
+
+def test_no_access_log_line_is_written_for_any_request() -> None:
+    """uvicorn logs every request through its own cycle (the framework's lane) when its access logger reaches
+    a handler; adslot keeps none (docs/operations.md#logs)."""
+    configure_logging("json", "info")
+    assert not logging.getLogger("uvicorn.access").hasHandlers()
+    assert logging.getLogger("uvicorn.error").hasHandlers()

@@ -19,6 +19,7 @@ from adslot.edge.request_ids import REQUEST_ID
 from adslot.settings import DEFAULTS, SettingsError, load_settings
 
 UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")
+ACCESS_LOGGER = "uvicorn.access"
 
 
 def add_request_id(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
@@ -78,6 +79,9 @@ def configure_logging(log_format: str, level: str, stream: TextIO | None = None)
         logger = logging.getLogger(name)
         logger.handlers.clear()
         logger.propagate = True
+    # No access log (put one on the reverse proxy): uvicorn writes one line a request through its own cycle
+    # whenever its access logger has a handler to reach, which the root's would otherwise be.
+    logging.getLogger(ACCESS_LOGGER).propagate = False
 
 
 def configure_from_environment() -> None:
