@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -192,6 +193,29 @@ def test_one_keep_alive_connection_serves_pixel_after_pixel(live: LiveServer, ht
             assert status == 200 and "connection" not in headers
             results.append(json.loads(body)["data"]["result"])
     assert results == ["counted", "duplicate", "duplicate"]
+
+
+def test_an_idle_connection_closes_a_keep_alive_timeout_after_its_last_hot_answer(
+    live: LiveServer, http: httpx.Client
+) -> None:
+    """One timer per connection keeps the timeout (AdslotHttpProtocol._idle_check): a request before it
+    runs out moves it on, and the connection closes once it has been idle for the whole timeout."""
+    timeout = 5.0  # uvicorn's default keep-alive timeout, which the live server keeps
+    ad = issue(http, live)["ad_request_uuid"]
+    with _connection(live) as (sock, stream):
+        sock.sendall(_get(_pixel(ad)))
+        assert _read_answer(stream)[0] == 200
+        time.sleep(timeout * 0.6)
+        sock.sendall(_get(_pixel(ad)))
+        assert _read_answer(stream)[0] == 200
+        time.sleep(timeout * 0.6)  # past the first answer's timeout, within the second's
+        sock.sendall(_get(_pixel(ad, "start")))
+        assert _read_answer(stream)[0] == 200
+        last = time.monotonic()
+        sock.settimeout(timeout * 3)
+        assert stream.read(1) == b""  # closed by the server, not by this read's timeout
+        idle = time.monotonic() - last
+    assert timeout - 0.5 <= idle <= timeout + 1.5, idle
 
 
 @pytest.mark.parametrize(

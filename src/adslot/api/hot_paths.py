@@ -46,28 +46,29 @@ def _header(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> str | None:
     return None
 
 
-_tails: dict[tuple[str | None, tuple[tuple[str, str], ...]], list[tuple[bytes, bytes]]] = {}
-"""Encoded headers after content-length, per (content type, headers) of the few constant combinations that
-nearly every answer sends (a pixel's, a VAST's: content type and cache-control only)."""
+_tails: dict[tuple[str | None, tuple[tuple[str, str], ...]], bytes] = {}
+"""Encoded header lines after content-length, per (content type, headers) of the few constant combinations
+that nearly every answer sends (a pixel's, a VAST's: content type and cache-control only)."""
 _CONSTANT = frozenset({"content-type", "cache-control"})
 
 
-def _tail(content_type: str | None, headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+def _tail(content_type: str | None, headers: list[tuple[str, str]]) -> bytes:
     key = (content_type, tuple(headers))
     tail = _tails.get(key)
     if tail is None:
-        tail = [(b"content-type", content_type.encode())] if content_type else []
-        tail.extend((k.encode(), v.encode()) for k, v in headers)
+        lines = [(b"content-type", content_type.encode())] if content_type else []
+        lines.extend((k.encode(), v.encode()) for k, v in headers)
+        tail = b"".join(b"%s: %s\r\n" % line for line in lines)
         if len(_tails) < 64 and all(k in _CONSTANT for k, _ in headers):
             _tails[key] = tail
     return tail
 
 
-def response_headers(reply: Reply) -> list[tuple[bytes, bytes]]:
-    """The encoded headers of the hot lane's answer: those the framework writes for the same Reply."""
+def response_headers(reply: Reply) -> bytes:
+    """The encoded header lines of the hot lane's answer: those the framework writes for the same Reply."""
     tail = _tail(reply.content_type, reply.headers)
     # RFC 9110 8.6: a 204 carries no Content-Length.
-    return [*tail] if reply.status == 204 else [(b"content-length", b"%d" % len(reply.body)), *tail]
+    return tail if reply.status == 204 else b"content-length: %d\r\n%s" % (len(reply.body), tail)
 
 
 def pixel_route(env: Environment, path: str, query: bytes, source: int = 0) -> Begin | None:

@@ -72,8 +72,11 @@ INTERNALS: dict[str, tuple[str, ...]] = {
         "eof_received",
         "on_headers_complete",
         "on_body",
+        "on_message_begin",
         "on_message_complete",
         "on_response_complete",
+        "timeout_keep_alive_handler",
+        "_start_asgi_task",
         "_unset_keepalive_if_required",
         "_should_upgrade",
         "_unsupported_upgrade_warning",
@@ -90,13 +93,15 @@ INTERNALS: dict[str, tuple[str, ...]] = {
         "loop",
         "parser",
         "pipeline",
+        "scope",
         "server_state",
         "tasks",
+        "timeout_keep_alive",
         "transport",
         "url",
     ),
     "FlowControl": ("write_paused",),
-    "ServerState": ("default_headers",),
+    "ServerState": ("default_headers", "total_requests"),
     "RequestResponseCycle": (
         "body",
         "disconnected",
@@ -152,14 +157,14 @@ class _Answering:
     )
     message_event = _NoEvent()
 
-    def __init__(self, keep_alive: bool, request_id: bytes, edge: bytes) -> None:
+    def __init__(self, keep_alive: bool, request_id: bytes, edge: bytes, meter: PathMeter) -> None:
         self.keep_alive = keep_alive
         self.request_id = request_id
         self.edge = edge
         """The answer's CORS header lines (EdgeHeaders.for_lane)."""
         self.response_complete = False
         self.disconnected = False
-        self.meter: PathMeter = NO_METER
+        self.meter = meter
         """Its path's metrics (telemetry/metrics.py), told its status and time when it is answered."""
         self.started = 0.0
         """perf_counter() when its message was complete."""
@@ -211,6 +216,26 @@ def _uri_too_long(limits: Settings) -> Reply:
     return _refusal(414, "uri_too_long", f"the request target may be at most {limits.max_url_bytes} bytes")
 
 
+class _DefaultLines:
+    """uvicorn's default headers (`date`, `server`) as encoded lines: uvicorn sets a new list once a second,
+    so they are encoded once per list, not once per answer."""
+
+    __slots__ = ("lines", "source")
+
+    def __init__(self) -> None:
+        self.source: list[tuple[bytes, bytes]] | None = None
+        self.lines = b""
+
+    def of(self, default_headers: list[tuple[bytes, bytes]]) -> bytes:
+        if default_headers is not self.source:
+            self.lines = b"".join(b"%s: %s\r\n" % header for header in default_headers)
+            self.source = default_headers
+        return self.lines
+
+
+_default_lines = _DefaultLines()
+
+
 def encode_response(
     reply: Reply,
     head: bool,
@@ -221,16 +246,29 @@ def encode_response(
 ) -> bytes:
     """The whole HTTP/1.1 answer, as uvicorn would write it for the same ASGI messages (edge/asgi.py adding
     the request id and `edge`, the CORS header lines, there), in one buffer."""
-    parts = [STATUS_LINE[reply.status]]
-    for name, value in (*default_headers, *response_headers(reply)):
-        parts += (name, b": ", value, b"\r\n")
-    parts += (b"x-request-id: ", request_id, b"\r\n", edge)
-    if not keep_alive:
-        parts.append(b"connection: close\r\n")
-    parts.append(b"\r\n")
-    if not head:
-        parts.append(reply.body)
-    return b"".join(parts)
+    return b"".join(
+        (
+            STATUS_LINE[reply.status],
+            _default_lines.of(default_headers),
+            response_headers(reply),
+            b"x-request-id: ",
+            request_id,
+            b"\r\n",
+            edge,
+            b"\r\n" if keep_alive else b"connection: close\r\n\r\n",
+            b"" if head else reply.body,
+        )
+    )
+
+
+def _failed(answering: _Answering, exc: Exception, method: str, url: bytes) -> Reply:
+    """As the ASGI lane answers an exception: the error envelope (a 503 when the storage cannot serve), logged
+    with the request's id and its path only (a query's uuid is a capability)."""
+    bound = REQUEST_ID.set(answering.request_id)
+    try:
+        return failure_reply(exc, method, url.partition(b"?")[0].decode("ascii"), NO_STORE)
+    finally:
+        REQUEST_ID.reset(bound)
 
 
 class AdslotHttpProtocol(HttpToolsProtocol):
@@ -251,12 +289,12 @@ class AdslotHttpProtocol(HttpToolsProtocol):
             [(mount.encode("ascii"), env) for mount, env in adslot.lanes()] if adslot and usable else []
         )
         self._limits: Settings = getattr(adslot, "settings", None) or DEFAULTS
+        """The head's limits and timeout (ADSLOT_MAX_HEAD_BYTES and the rest); defaults for another app."""
         self._sources = sources_for(self._limits)
         self._peer_network: int | None = None
         """The peer's network (api/sources.py), found on the connection's first hot request."""
         self._edge: EdgeHeaders | None = getattr(adslot, "edge", None)
         """The request id and CORS headers of the lane's answers (AdslotApp.edge)."""
-        """The head's limits and timeout (ADSLOT_MAX_HEAD_BYTES and the rest); defaults for another app."""
         self._reading_body = False
         """Between a request's headers and its end: its bytes are the body's, not a head's."""
         self._head_bytes = 0
@@ -267,9 +305,9 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         self._received = False
         self._refused = False
         self._handler: Handler | None = None
+        """The hot handler of the request being read, from its headers until its message is complete."""
         self._meter: PathMeter = NO_METER
         """The metrics of the hot path being read (telemetry/metrics.py), until it is answered."""
-        """The hot handler of the request being read, from its headers until its message is complete."""
         self._method = "GET"
         self._post: tuple[Environment, bytes] | None = None
         """An ad request being read: its environment and query, until its body is complete."""
@@ -277,6 +315,11 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         self._body_size = 0
         self._begin: Begin | None = None
         """A pixel being read: its begin_event, until its message is complete."""
+        self._idle_since: float | None = None
+        """loop.time() when the connection's last hot answer left it idle; None while a request is read or
+        served. One timer per connection (_idle_timer) checks it, where uvicorn arms a new timer after every
+        answer and cancels it at the next request's first bytes (a timer made and cancelled per request)."""
+        self._idle_timer: asyncio.TimerHandle | None = None
         self._ignored_upgrade = False
         """The request being read offers an upgrade this server does not take (`Upgrade: h2c`, as Java's
         HttpClient and `curl --http2` send on every cleartext request): RFC 9110 7.8 lets a server ignore
@@ -290,6 +333,9 @@ class AdslotHttpProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_head_timer()
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -298,6 +344,7 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         if self._refused:
             return
         self._received = True
+        self._idle_since = None
         self._unset_keepalive_if_required()
         reading_head = not self._reading_body
         if (
@@ -387,9 +434,21 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         self._refuse(_refusal(408, "request_timeout", "the request's head took too long to arrive"))
 
     def on_message_begin(self) -> None:
-        super().on_message_begin()
+        """uvicorn's, less the ASGI scope (two dicts and a copy of the app state): the hot lane needs none,
+        and a request it does not take gets its scope once its head is read (_begin_asgi)."""
+        self.url = b""
+        self.expect_100_continue = False
+        self.headers = []
         self._in_head = True
         self._messages_begun += 1
+
+    def _begin_asgi(self) -> None:
+        """uvicorn's on_message_begin for a request that goes through ASGI, run once its head is read: the
+        scope it makes, with the head read so far."""
+        url, headers, expect_100_continue = self.url, self.headers, self.expect_100_continue
+        super().on_message_begin()
+        self.url, self.headers, self.expect_100_continue = url, headers, expect_100_continue
+        self.scope["headers"] = headers
 
     def _read_again_without_upgrade(self, rest: bytes) -> None:
         """Parse the request whose upgrade offer is ignored again, from a head without the offer, then
@@ -451,9 +510,9 @@ class AdslotHttpProtocol(HttpToolsProtocol):
                 self._handler = handler
                 keep_alive = self.parser.get_http_version() != "1.0" and self.parser.should_keep_alive()
                 request_id, edge = self._edge.for_lane(self.headers)
-                self.cycle = _Answering(keep_alive, request_id, edge)  # type: ignore[assignment]
-                self.cycle.meter = self._meter  # type: ignore[attr-defined]
+                self.cycle = _Answering(keep_alive, request_id, edge, self._meter)  # type: ignore[assignment]
                 return
+        self._begin_asgi()
         super().on_headers_complete()
 
     def _hot_handler(self) -> Handler | None:
@@ -471,7 +530,10 @@ class AdslotHttpProtocol(HttpToolsProtocol):
                 path = raw_path[len(mount) :].decode("ascii")
                 self._method = method.decode("ascii")
                 if method != b"POST":
-                    begin = pixel_route(env, path, query, self._source_network())
+                    source = self._peer_network
+                    if source is None or source == TRUSTED:
+                        source = self._source_network()
+                    begin = pixel_route(env, path, query, source)
                     if begin is not None:
                         self._begin = begin
                         meters = env.meters
@@ -524,12 +586,13 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         answering.started = perf_counter()
         method = self._method
         url = self.url
+        if handler is _PIXEL:
+            # No task, and no line is logged but a failure's, which binds the request id itself (_failed).
+            self._begin_pixel(answering, method, url)
+            return
         # The task, callbacks and log lines of this request carry its id: each copies the context now.
         bound = REQUEST_ID.set(answering.request_id)
         try:
-            if handler is _PIXEL:
-                self._begin_pixel(answering, method, url)
-                return
             task: asyncio.Task[Reply] = self.loop.create_task(handler())
             self.tasks.add(task)  # type: ignore[arg-type]  # uvicorn types its set for ASGI tasks
             task.add_done_callback(lambda done: self._answer(answering, method, url, done))
@@ -543,7 +606,7 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         try:
             started = begin()
         except Exception as exc:  # the ledger is stopping: answered as the ASGI lane would
-            started = failure_reply(exc, method, url.partition(b"?")[0].decode("ascii"), NO_STORE)
+            started = _failed(answering, exc, method, url)
         if isinstance(started, Pending):
             verdict, finish = started
             # In the server's task set, as a task would be: a graceful shutdown waits for it, and cancels it
@@ -563,25 +626,15 @@ class AdslotHttpProtocol(HttpToolsProtocol):
     ) -> None:
         """Answer from a finished task (its Reply) or verdict future (`finish` makes its Reply)."""
         self.tasks.discard(done)
-        if done.cancelled():  # the graceful shutdown timed out: nothing to answer, close as uvicorn does
+        try:
+            result = done.result()
+            reply = result if finish is None else finish(result)
+        except Exception as exc:
+            reply = _failed(answering, exc, method, url)
+        except BaseException:  # cancelled (a graceful shutdown timed out), SystemExit: close as uvicorn does
             answering.response_complete = True
             self.transport.close()
             return
-        exc = done.exception()
-        if exc is None:
-            try:
-                result = done.result()
-                reply = result if finish is None else finish(result)
-            except Exception as error:
-                exc = error
-        if exc is not None:
-            if not isinstance(exc, Exception):  # SystemExit, KeyboardInterrupt: nothing to answer with
-                answering.response_complete = True
-                self.transport.close()
-                return
-            # As the ASGI lane answers: the error envelope (a 503 when the storage cannot serve), logged with
-            # the path only (a query's uuid is a capability).
-            reply = failure_reply(exc, method, url.partition(b"?")[0].decode("ascii"), NO_STORE)
         self._respond(answering, method, reply)
 
     def _respond(self, answering: _Answering, method: str, reply: Reply) -> None:
@@ -598,4 +651,32 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         )
         if not keep_alive:
             transport.close()
-        self.on_response_complete()
+        self._answered()
+
+    def _answered(self) -> None:
+        """uvicorn's on_response_complete after a hot answer, with the keep-alive timeout kept by one timer
+        per connection (_idle_since)."""
+        self.server_state.total_requests += 1
+        if self.transport.is_closing():
+            return
+        self.flow.resume_reading()
+        if self.pipeline:  # a request that came while this one was answered, queued for ASGI: now its turn
+            cycle, app = self.pipeline.pop()
+            self._start_asgi_task(cycle, app)
+            return
+        self._idle_since = self.loop.time()
+        if self._idle_timer is None:
+            self._idle_timer = self.loop.call_later(self.timeout_keep_alive, self._idle_check)
+
+    def _idle_check(self) -> None:
+        """Close the connection once it has been idle for uvicorn's keep-alive timeout since its last hot
+        answer; else look again when it would be."""
+        self._idle_timer = None
+        since = self._idle_since
+        if since is None:  # a request is being read or served: its answer arms the timer again
+            return
+        left = since + self.timeout_keep_alive - self.loop.time()
+        if left > 0:
+            self._idle_timer = self.loop.call_later(left, self._idle_check)
+        else:
+            self.timeout_keep_alive_handler()

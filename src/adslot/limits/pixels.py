@@ -16,8 +16,8 @@ Several workers or nodes may each receive fires of one uuid; each guards its own
 fired bits keep the counts right whatever process a fire lands on.
 
 Memory is bounded by time: the guard knows the fires of the current second only (a new second starts an empty
-table), so it holds one second of this process's fires, as a count per ad request and an int per (ad request,
-event, layer). A first fire costs two lookups and two inserts of ints (~0.2 µs) and keeps nothing else; only
+table), so it holds one second of this process's fires, as one int per ad request (its count and the
+(event, layer)s fired). A first fire costs one lookup and one store of an int and keeps nothing else; only
 a repeat of an (event, layer) in the same second pays for more. No task, no I/O.
 """
 
@@ -32,8 +32,16 @@ from adslot.ledger.records import FIRE_BITS, Fire, Verdict
 _Slot = tuple[str, str]
 
 
-SLOT_INDEX: dict[tuple[str, str], int] = {slot: n for n, slot in enumerate(FIRE_BITS)}
-"""Each (event, layer)'s number, below 16."""
+_BITS: dict[str, dict[str, int]] = {
+    layer: {event: bit for (event, fired_layer), bit in FIRE_BITS.items() if fired_layer == layer}
+    for layer in {layer for _, layer in FIRE_BITS}
+}
+"""Each (event, layer)'s bit (records.FIRE_BITS), looked up by layer then event: two lookups of str keys,
+whose hashes are cached, cost less than making and hashing a tuple."""
+COUNT_UNIT = 1 << 16
+"""An ad request's entry in the guard is its fires this second times COUNT_UNIT, plus the bits of the
+(event, layer)s fired (all below COUNT_UNIT)."""
+assert max(FIRE_BITS.values()) < COUNT_UNIT
 
 
 class _Ledger(Protocol):
@@ -59,12 +67,11 @@ class PixelGuard:
         self._ledger = ledger
         self._limit = limit
         self._second = 0
-        self._counts: dict[int, int] = {}
-        """This second's fires per ad request uuid, as plain ints: the first fire of an ad request (nearly
-        every fire) keeps no object alive, where its future and Fire, kept for the rest of the second, would
+        self._fired: dict[int, int] = {}
+        """This second's fires per ad request uuid, as one int each (count * COUNT_UNIT | the fired bits of
+        its (event, layer)s): the first fire of an ad request (nearly every fire) costs one lookup and one
+        store and keeps no object alive, where its future and Fire, kept for the rest of the second, would
         be walked by every young garbage collection (tens of thousands of them at full load)."""
-        self._slots: set[int] = set()
-        """This second's fired (ad request, event, layer)s, each as one int (uuid << 4 | SLOT_INDEX)."""
         self._floods: dict[int, _Flood] = {}
         """The ad requests fired again this second, with their fires in flight."""
         self._waiting: dict[tuple[int, str, str], list[tuple[Fire, asyncio.Future[Verdict]]]] = {}
@@ -73,24 +80,22 @@ class PixelGuard:
     @property
     def tracked(self) -> int:
         """The ad requests the guard remembers: those fired this second."""
-        return len(self._counts)
+        return len(self._fired)
 
     def enqueue(self, fire: Fire) -> asyncio.Future[Verdict] | None:
         """The future of `fire`'s verdict, or None when its uuid is over the limit (answer 429, nothing
         stored)."""
         if fire.at != self._second:
             self._second = fire.at
-            self._counts = {}
-            self._slots = set()
+            self._fired = {}
             self._floods = {}
         ident = fire.ad_request_id.int
-        count = self._counts.get(ident, 0) + 1
-        self._counts[ident] = count
-        if self._limit and count > self._limit:
+        fired = self._fired.get(ident, 0)
+        bit = _BITS[fire.layer][fire.event]
+        self._fired[ident] = fired + COUNT_UNIT | bit
+        if self._limit and fired >= self._limit * COUNT_UNIT:
             return None
-        slot_key = ident << 4 | SLOT_INDEX[fire.event, fire.layer]
-        if slot_key not in self._slots:  # the first fire of its (event, layer) this second: nearly all
-            self._slots.add(slot_key)
+        if not fired & bit:  # the first fire of its (event, layer) this second: nearly all
             return self._ledger.enqueue(fire)
         return self._again(ident, fire)
 
