@@ -1,4 +1,5 @@
-"""adslot's command line: serve, database, keys, venues, screens, advertisers, campaigns, creatives."""
+"""adslot's command line: serve, database, keys, venues, screens, advertisers, campaigns, creatives, demand
+partners."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,6 +22,8 @@ from adslot.campaigns import repository as campaigns_repo
 from adslot.campaigns.schemas import AdvertiserIn, CampaignIn, CampaignPatch, CreativeIn, CreativePatch
 from adslot.console.commands import users_group
 from adslot.db_commands import db_backup, db_restore, db_rollup
+from adslot.demand import repository as demand_repo
+from adslot.demand.partners import PartnerIn, PartnerPatch
 from adslot.environment import prepare_database
 from adslot.errors import ApiError, invalid_value
 from adslot.inventory import repository as inventory_repo
@@ -491,6 +495,120 @@ def campaigns_update_creative(env_name: str, campaign_id: int, creative_id: int,
             write=True,
         )
     )
+
+
+@main.group()
+def demand() -> None:
+    """Demand partners: buyers' platforms to ask for bids over OpenRTB 2.6, a separate registry per
+    environment (no bid request is sent to them yet)."""
+
+
+def _venue_ids(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
+    """--venues lobby,hall as a list; not given: None (every venue on add, unchanged on update)."""
+    return None if value is None else [venue_id.strip() for venue_id in value.split(",")]
+
+
+PARTNER_OPTIONS = _options(
+    click.option("--timeout-ms", type=int, help="How long to wait for a bid, 10..2000 (default 150)."),
+    click.option("--floor-cpm", type=float, help="Lowest price per 1,000 impressions (default 0)."),
+    click.option("--currency", help="ISO 4217 code of the floor and the bids (default USD)."),
+    click.option("--auction", type=click.Choice(["first", "second"]), help="Price rule (default first)."),
+    click.option("--max-qps", type=int, help="Bid requests per second at most (default: no limit)."),
+    click.option(
+        "--venues",
+        callback=_venue_ids,
+        metavar="ID,ID...",
+        help="The only venues the partner may bid on (default: every venue).",
+    ),
+)
+"""The partner members add and update share (add requires --endpoint)."""
+
+
+def _partner_change(
+    env_name: str, action: str, name: str, fn: Callable[[sa.Connection], T], *, deletion: bool = False
+) -> T:
+    """A change to an existing partner, audited with the partner as it was and as it is (nothing after a
+    deletion), in one transaction; an unknown name is partner_not_found."""
+    return run_on(
+        env_name,
+        audited(
+            cli_actor(),
+            action,
+            f"demand partner {name}",
+            fn,
+            before=lambda c: demand_repo.get_partner(c, name),
+            after=(lambda _: None) if deletion else None,
+        ),
+        write=True,
+    )
+
+
+@demand.command("add")
+@ENV_OPTION
+@click.option("--name", required=True, help="A slug: lower-case letters, digits, - and _ (64 at most).")
+@click.option("--endpoint", required=True, help="The absolute http(s) URL bid requests are POSTed to.")
+@PARTNER_OPTIONS
+@click.option("--auto-approve", is_flag=True, help="Play its new creatives without approval.")
+def demand_add(env_name: str, **fields: Any) -> None:
+    """Register a demand partner (active at once)."""
+    data = _convert(fields, PartnerIn)
+    create = audited(
+        cli_actor(),
+        "demand_partner.create",
+        f"demand partner {data.name}",
+        lambda c: demand_repo.create_partner(c, data),
+    )
+    _echo(run_on(env_name, create, write=True))
+
+
+@demand.command("list")
+@ENV_OPTION
+def demand_list(env_name: str) -> None:
+    """List the environment's demand partners, by name."""
+    _echo(run_on(env_name, demand_repo.list_partners))
+
+
+@demand.command("update")
+@ENV_OPTION
+@click.argument("name")
+@click.option("--endpoint", help="The absolute http(s) URL bid requests are POSTed to.")
+@PARTNER_OPTIONS
+@click.option(
+    "--auto-approve/--no-auto-approve", default=None, help="Play its new creatives without approval."
+)
+@_clear_option("max_qps", "venues")
+def demand_update(env_name: str, name: str, clear: tuple[str, ...], **fields: Any) -> None:
+    """Change a demand partner: only the members given change (--clear venues: every venue again)."""
+    patch = _convert(fields, PartnerPatch, _cleared(clear))
+    update = partial(demand_repo.update_partner, name=name, patch=patch)
+    _echo(_partner_change(env_name, "demand_partner.update", name, update))
+
+
+@demand.command("pause")
+@ENV_OPTION
+@click.argument("name")
+def demand_pause(env_name: str, name: str) -> None:
+    """Pause a partner: it is to be asked for nothing; its settings are kept."""
+    pause = partial(demand_repo.set_status, name=name, status="paused")
+    _echo(_partner_change(env_name, "demand_partner.update", name, pause))
+
+
+@demand.command("resume")
+@ENV_OPTION
+@click.argument("name")
+def demand_resume(env_name: str, name: str) -> None:
+    """Make a paused partner active again."""
+    resume = partial(demand_repo.set_status, name=name, status="active")
+    _echo(_partner_change(env_name, "demand_partner.update", name, resume))
+
+
+@demand.command("remove")
+@ENV_OPTION
+@click.argument("name")
+def demand_remove(env_name: str, name: str) -> None:
+    """Delete a demand partner and print it as it was; its name may be used again."""
+    remove = partial(demand_repo.remove_partner, name=name)
+    _echo(_partner_change(env_name, "demand_partner.delete", name, remove, deletion=True))
 
 
 @main.group()

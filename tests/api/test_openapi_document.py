@@ -47,6 +47,11 @@ MANAGEMENT = {
     ("post", "/api/v1/venues/import"),
     ("get", "/api/v1/reports/delivery"),
     ("get", "/api/v1/reports/playlog"),
+    ("get", "/api/v1/demand/partners"),
+    ("post", "/api/v1/demand/partners"),
+    ("get", "/api/v1/demand/partners/{name}"),
+    ("patch", "/api/v1/demand/partners/{name}"),
+    ("delete", "/api/v1/demand/partners/{name}"),
 }
 KEYED = {
     ("post", "/api/v1/ad/request"),

@@ -1,4 +1,5 @@
-"""The management API (admin permission): advertisers, campaigns, creatives, venues and screens."""
+"""The management API (admin permission): advertisers, campaigns, creatives, venues, screens and demand
+partners."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Annotated, Any, TypeVar
 
 import msgspec
 import sqlalchemy as sa
-from litestar import Controller, Request, get, patch, post
+from litestar import Controller, Request, delete, get, patch, post
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, RequestBody, Schema
@@ -31,6 +32,8 @@ from adslot.campaigns.schemas import (
     CreativeIn,
     CreativePatch,
 )
+from adslot.demand import repository as demand_repo
+from adslot.demand.partners import Partner, PartnerIn, PartnerPatch
 from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.fields import MAX_ID
@@ -86,6 +89,7 @@ CampaignId = Annotated[int, PathParameter(description="The campaign's id", ge=1,
 CreativeId = Annotated[int, PathParameter(description="The creative's id", ge=1, le=MAX_ID)]
 VenueId = Annotated[str, PathParameter(description="Your identifier of the venue")]
 ScreenId = Annotated[str, PathParameter(description="Your identifier of the screen in the venue")]
+PartnerName = Annotated[str, PathParameter(description="The demand partner's name (a slug)")]
 IMPORT_ERRORS = {
     **ERRORS,
     400: error_spec(
@@ -312,4 +316,67 @@ class VenueController(Controller):
         return ImportEnvelope(200, result)
 
 
-MANAGEMENT_CONTROLLERS = [AdvertiserController, CampaignController, VenueController]
+class DemandPartnerController(Controller):
+    """The environment's demand partners: production's and the sandbox's are separate registries."""
+
+    path = "/api/v1/demand/partners"
+    tags = ("management",)
+    guards = (admin_guard, strict_body)
+    security = ({"SspKey": []},)
+
+    @get(operation_id="listDemandPartners", summary="List demand partners", responses=ERRORS)
+    async def list(self, request: Request[Any, Any, Any]) -> list[Partner]:
+        return await env_of(request).run_sync(demand_repo.list_partners)
+
+    @post(operation_id="createDemandPartner", summary="Register a demand partner", responses=WRITE_ERRORS)
+    async def create(self, request: Request[Any, Any, Any], data: JSONBody[PartnerIn]) -> Partner:
+        return await change(
+            request,
+            "demand_partner.create",
+            f"demand partner {data.name}",
+            lambda c: demand_repo.create_partner(c, data),
+        )
+
+    @get(
+        "/{name:str}", operation_id="getDemandPartner", summary="Get a demand partner", responses=READ_ERRORS
+    )
+    async def get(self, request: Request[Any, Any, Any], name: PartnerName) -> Partner:
+        return await env_of(request).run_sync(lambda c: demand_repo.get_partner(c, name))
+
+    @patch(
+        "/{name:str}",
+        operation_id="updateDemandPartner",
+        summary="Update a demand partner: pause or resume it (status), change its floor, timeout, venues",
+        responses=WRITE_ERRORS,
+    )
+    async def update(
+        self, request: Request[Any, Any, Any], name: PartnerName, data: JSONBody[PartnerPatch]
+    ) -> Partner:
+        return await change(
+            request,
+            "demand_partner.update",
+            f"demand partner {name}",
+            lambda c: demand_repo.update_partner(c, name, data),
+            before=lambda c: demand_repo.get_partner(c, name),
+        )
+
+    @delete(
+        "/{name:str}",
+        operation_id="deleteDemandPartner",
+        summary="Remove a demand partner",
+        responses=READ_ERRORS,
+    )
+    async def remove(self, request: Request[Any, Any, Any], name: PartnerName) -> None:
+        def remove(conn: sa.Connection) -> None:  # None: the audit entry of a deletion has no `after`
+            demand_repo.remove_partner(conn, name)
+
+        await change(
+            request,
+            "demand_partner.delete",
+            f"demand partner {name}",
+            remove,
+            before=lambda c: demand_repo.get_partner(c, name),
+        )
+
+
+MANAGEMENT_CONTROLLERS = [AdvertiserController, CampaignController, VenueController, DemandPartnerController]

@@ -328,3 +328,22 @@ audit_log = sa.Table(
     sa.Column("before", sa.Text, nullable=True),  # JSON, null for a creation
     sa.Column("after", sa.Text, nullable=True),  # JSON, null for a deletion
 )
+
+# Demand partners (adslot.demand): the buyers' platforms adslot is to ask for bids over OpenRTB 2.6. Each
+# environment's database holds its own, so a sandbox partner can never see production traffic.
+demand_partners = sa.Table(
+    "demand_partners",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(64), nullable=False, unique=True),  # a slug: the CLI's and the URLs' handle
+    sa.Column("endpoint", sa.String(2048), nullable=False),
+    sa.Column("timeout_ms", sa.Integer, nullable=False),
+    sa.Column("floor_cpm_micros", sa.BigInteger, nullable=False),  # micros of `currency`, as campaigns' cpm
+    sa.Column("currency", sa.String(3), nullable=False),  # ISO 4217
+    sa.Column("auction", sa.String(8), nullable=False),  # "first" or "second"
+    sa.Column("max_qps", sa.Integer, nullable=True),  # null: no limit
+    sa.Column("venues", sa.Text, nullable=True),  # JSON list of venue ids, sorted; null: every venue
+    sa.Column("auto_approve", sa.Boolean, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),  # "active" or "paused"
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+)

@@ -1,0 +1,1 @@
+"""Programmatic demand: OpenRTB 2.6 partners, bid requests and the auction."""

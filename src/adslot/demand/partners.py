@@ -1,0 +1,129 @@
+"""Wire shapes of demand partners: the buyers' platforms adslot may ask for bids, a registry per environment.
+
+Shape and range are checked here, by msgspec, so a bad value is a 400 `invalid_field` naming its path; what
+msgspec cannot check (an endpoint's host and port, an assigned currency code, a floor's decimals) is checked
+by `checked_endpoint` and `checked_currency` below and by the repository, which also needs the database to
+know that every venue named exists. In a PATCH body an absent member stays as it is; null clears `max_qps` (no
+limit) and `venues` (every venue).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from adslot.errors import ApiError
+from adslot.fields import Id
+
+PartnerName = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9_-]*$")]
+"""A slug (lower-case letters, digits, `-` and `_`): the partner's name in the CLI, URLs and reports."""
+Endpoint = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1,
+        max_length=2048,
+        description="The absolute http(s) URL bid requests are POSTed to.",
+        extra_json_schema={"format": "uri"},
+    ),
+]
+"""Checked by `checked_endpoint`, whose refusal says what is wrong (a regex only says it did not match)."""
+TimeoutMs = Annotated[int, msgspec.Meta(ge=10, le=2000)]
+"""How long adslot waits for the partner's answer (OpenRTB `tmax`): a player waits no longer than that."""
+FloorCpm = Annotated[float, msgspec.Meta(ge=0, le=1_000_000)]
+"""The lowest price per 1,000 impressions accepted, in the partner's currency; at most 6 decimals."""
+Currency = Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{3}$")]
+"""ISO 4217, upper case: the currency of the floor and of the partner's bids (OpenRTB `cur`)."""
+Auction = Literal["first", "second"]
+"""first: the winner pays its bid; second: the next price or the floor, plus 0.01."""
+MaxQps = Annotated[int, msgspec.Meta(ge=1, le=1_000_000)]
+PartnerStatus = Literal["active", "paused"]
+PartnerVenues = Annotated[list[Id], msgspec.Meta(min_length=1, max_length=10_000)]
+"""The only venues the partner may bid on; null (never an empty list) means every venue."""
+
+DEFAULT_TIMEOUT_MS = 150
+DEFAULT_CURRENCY = "USD"
+
+# ISO 4217 currencies in use (no funds, precious metals or testing codes); both codes of a currency being
+# replaced (ANG/XCG, SLL/SLE, ZWL/ZWG, VES/VED) while partners may still quote either.
+_ISO_4217 = """
+AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB BRL BSD BTN BWP BYN BZD
+CAD CDF CHF CLP CNY COP CRC CUC CUP CVE CZK DJF DKK DOP DZD EGP ERN ETB EUR FJD FKP GBP GEL GHS GIP
+GMD GNF GTQ GYD HKD HNL HTG HUF IDR ILS INR IQD IRR ISK JMD JOD JPY KES KGS KHR KMF KPW KRW KWD KYD
+KZT LAK LBP LKR LRD LSL LYD MAD MDL MGA MKD MMK MNT MOP MRU MUR MVR MWK MXN MYR MZN NAD NGN NIO NOK
+NPR NZD OMR PAB PEN PGK PHP PKR PLN PYG QAR RON RSD RUB RWF SAR SBD SCR SDG SEK SGD SHP SLE SLL SOS
+SRD SSP STN SVC SYP SZL THB TJS TMT TND TOP TRY TTD TWD TZS UAH UGX USD UYU UZS VED VES VND VUV WST
+XAF XCD XCG XOF XPF YER ZAR ZMW ZWG ZWL
+"""
+CURRENCIES = frozenset(_ISO_4217.split())
+
+
+class PartnerIn(msgspec.Struct, forbid_unknown_fields=True):
+    name: PartnerName
+    endpoint: Endpoint
+    timeout_ms: TimeoutMs = DEFAULT_TIMEOUT_MS
+    floor_cpm: FloorCpm = 0
+    currency: Currency = DEFAULT_CURRENCY
+    auction: Auction = "first"
+    max_qps: MaxQps | None = None
+    """Bid requests per second at most, per adslot process; null: no limit."""
+    venues: PartnerVenues | None = None
+    auto_approve: bool = False
+    """Play the partner's new creatives without waiting for the media owner's approval."""
+    status: PartnerStatus = "active"
+    """A paused partner is kept, with its settings, but asked for nothing."""
+
+
+class PartnerPatch(msgspec.Struct, forbid_unknown_fields=True):
+    """Absent members stay as they are; the name never changes (it is the partner's identity)."""
+
+    endpoint: Endpoint | UnsetType = UNSET
+    timeout_ms: TimeoutMs | UnsetType = UNSET
+    floor_cpm: FloorCpm | UnsetType = UNSET
+    currency: Currency | UnsetType = UNSET
+    auction: Auction | UnsetType = UNSET
+    max_qps: MaxQps | UnsetType | None = UNSET
+    venues: PartnerVenues | UnsetType | None = UNSET
+    auto_approve: bool | UnsetType = UNSET
+    status: PartnerStatus | UnsetType = UNSET
+
+
+class Partner(msgspec.Struct):
+    id: int
+    name: str
+    endpoint: str
+    timeout_ms: int
+    floor_cpm: float
+    currency: str
+    auction: Auction
+    max_qps: int | None
+    venues: list[str] | None
+    """Sorted, each once; null: every venue."""
+    auto_approve: bool
+    status: PartnerStatus
+    created_at: int
+
+
+def checked_endpoint(url: str, field: str = "endpoint") -> str:
+    """The URL if adslot can POST to it: http(s), a host, a valid port, no fragment (never sent); else 400."""
+    if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in url):
+        raise ApiError(400, "invalid_field", "an endpoint has no spaces or control characters", field)
+    try:
+        parts = urlsplit(url)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError as exc:  # a port that is not a number, or out of range; a malformed IPv6 host
+        raise ApiError(400, "invalid_field", f"{url!r} is not a valid URL: {exc}", field) from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        raise ApiError(400, "invalid_field", f"{url!r} is not an absolute http(s) URL with a host", field)
+    if parts.fragment or url.endswith("#"):
+        raise ApiError(400, "invalid_field", "an endpoint has no fragment (#...): it is never sent", field)
+    return url
+
+
+def checked_currency(code: str, field: str = "currency") -> str:
+    """The code if it is an ISO 4217 currency in use: a typo would drop every bid as in another currency."""
+    if code not in CURRENCIES:
+        raise ApiError(400, "invalid_field", f"{code!r} is not an ISO 4217 currency code", field)
+    return code

@@ -1,0 +1,123 @@
+"""Demand partners in the environment's own database: the sandbox's and production's never meet, so a sandbox
+partner can never be asked about production traffic.
+
+The floor is stored in micros (as a campaign's cpm is) and the venue list as JSON text, null for every venue;
+this module is the one place that converts them, for the API, the CLI and, later, the bidders.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+import sqlalchemy as sa
+from msgspec import UNSET
+
+from adslot.campaigns.rules import amount, micros
+from adslot.demand.partners import (
+    Partner,
+    PartnerIn,
+    PartnerPatch,
+    PartnerStatus,
+    checked_currency,
+    checked_endpoint,
+)
+from adslot.errors import ApiError
+from adslot.storage.database import conflict_as
+from adslot.storage.tables import demand_partners, venues
+
+_VENUES = msgspec.json.Decoder(list[str] | None)
+
+
+def _not_found(name: str) -> ApiError:
+    return ApiError(404, "partner_not_found", f"no demand partner {name!r}", "name")
+
+
+def _venue_list(conn: sa.Connection, venue_ids: list[str] | None) -> str | None:
+    """The venues as stored (sorted, each once), once every one is known: a typo would silently keep the
+    partner from a venue it was meant to bid on. 422 unknown_venue names the first unknown one."""
+    if venue_ids is None:
+        return None
+    wanted = sorted(set(venue_ids))
+    known = set(conn.execute(sa.select(venues.c.venue_id).where(venues.c.venue_id.in_(wanted))).scalars())
+    for index, venue_id in enumerate(venue_ids):
+        if venue_id not in known:
+            raise ApiError(422, "unknown_venue", f"no venue {venue_id!r}", f"venues[{index}]")
+    return msgspec.json.encode(wanted).decode()
+
+
+def _stored(conn: sa.Connection, given: dict[str, Any]) -> dict[str, Any]:
+    """Column values from wire values, each checked (400 shape first, then 422 against the database)."""
+    values = dict(given)
+    if "endpoint" in values:
+        checked_endpoint(values["endpoint"])
+    if "currency" in values:
+        checked_currency(values["currency"])
+    if "floor_cpm" in values:
+        values["floor_cpm_micros"] = micros(values.pop("floor_cpm"), "floor_cpm")
+    if "venues" in values:
+        values["venues"] = _venue_list(conn, values["venues"])
+    return values
+
+
+def _partner(row: Mapping[Any, Any]) -> Partner:
+    return Partner(
+        id=row["id"],
+        name=row["name"],
+        endpoint=row["endpoint"],
+        timeout_ms=row["timeout_ms"],
+        floor_cpm=amount(row["floor_cpm_micros"]),
+        currency=row["currency"],
+        auction=row["auction"],
+        max_qps=row["max_qps"],
+        venues=_VENUES.decode(row["venues"]) if row["venues"] is not None else None,
+        auto_approve=bool(row["auto_approve"]),
+        status=row["status"],
+        created_at=row["created_at"],
+    )
+
+
+def create_partner(conn: sa.Connection, data: PartnerIn) -> Partner:
+    conflict = ApiError(409, "partner_exists", f"a demand partner named {data.name!r} exists", "name")
+    if conn.execute(sa.select(demand_partners.c.id).where(demand_partners.c.name == data.name)).first():
+        raise conflict
+    values = _stored(conn, msgspec.structs.asdict(data))
+    with conflict_as(conflict):  # a concurrent create of the same name, between the read and this insert
+        conn.execute(sa.insert(demand_partners).values(**values, created_at=int(time.time())))
+    return get_partner(conn, data.name)
+
+
+def list_partners(conn: sa.Connection, *, status: PartnerStatus | None = None) -> list[Partner]:
+    query = sa.select(demand_partners).order_by(demand_partners.c.name)
+    if status is not None:
+        query = query.where(demand_partners.c.status == status)
+    return [_partner(row) for row in conn.execute(query).mappings()]
+
+
+def get_partner(conn: sa.Connection, name: str) -> Partner:
+    row = conn.execute(sa.select(demand_partners).where(demand_partners.c.name == name)).mappings().first()
+    if row is None:
+        raise _not_found(name)
+    return _partner(row)
+
+
+def update_partner(conn: sa.Connection, name: str, patch: PartnerPatch) -> Partner:
+    """Change the members the patch gives; pausing and resuming are patches of `status`."""
+    get_partner(conn, name)
+    values = _stored(conn, {k: v for k, v in msgspec.structs.asdict(patch).items() if v is not UNSET})
+    if values:
+        conn.execute(sa.update(demand_partners).where(demand_partners.c.name == name).values(**values))
+    return get_partner(conn, name)
+
+
+def set_status(conn: sa.Connection, name: str, status: PartnerStatus) -> Partner:
+    return update_partner(conn, name, PartnerPatch(status=status))
+
+
+def remove_partner(conn: sa.Connection, name: str) -> Partner:
+    """Delete the partner and answer it as it was; its name is free again."""
+    removed = get_partner(conn, name)
+    conn.execute(sa.delete(demand_partners).where(demand_partners.c.name == name))
+    return removed

@@ -1,0 +1,160 @@
+"""`adslot demand`: partners added, listed, changed, paused, resumed and removed from the shell, as JSON, per
+environment; refusals print the API's code and field and exit 2; every change is in the audit log."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from adslot.audit import entries
+from adslot.cli import main
+from adslot.environment import transact
+from adslot.settings import load_settings
+from adslot.storage.database import make_engine
+from tests.conftest import BACKENDS, cli_databases, drop_schemas
+
+ENDPOINT = "https://bidder.example.test/openrtb"
+Run = Callable[..., str]
+
+
+@pytest.fixture(params=BACKENDS)
+def run(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Run]:
+    """The CLI against fresh databases on the backend under test; `ok=False` expects a refusal (exit 2)."""
+    schemas = cli_databases(str(request.param), tmp_path, monkeypatch)
+    runner = CliRunner()
+
+    def invoke(*args: str, ok: bool = True) -> str:
+        result = runner.invoke(main, list(args))
+        assert result.exit_code == (0 if ok else 2), result.output
+        return result.output
+
+    yield invoke
+    if schemas:
+        drop_schemas(schemas)
+
+
+def add(run: Run, name: str, *options: str, env: str = "production", ok: bool = True) -> Any:
+    output = run("demand", "add", "--env", env, "--name", name, "--endpoint", ENDPOINT, *options, ok=ok)
+    return json.loads(output) if ok else output
+
+
+def test_a_partner_is_added_listed_paused_resumed_and_removed(run: Run) -> None:
+    run("venues", "add", "--venue-id", "lobby", "--name", "Lobby")
+    run("venues", "add", "--venue-id", "hall", "--name", "Hall")
+    made = add(
+        run,
+        "dsp-one",
+        *("--timeout-ms", "200", "--floor-cpm", "1.5", "--currency", "EUR", "--auction", "second"),
+        *("--max-qps", "50", "--venues", "lobby, hall", "--auto-approve"),
+    )
+    assert made | {"id": 0, "created_at": 0} == {
+        "id": 0,
+        "name": "dsp-one",
+        "endpoint": ENDPOINT,
+        "timeout_ms": 200,
+        "floor_cpm": 1.5,
+        "currency": "EUR",
+        "auction": "second",
+        "max_qps": 50,
+        "venues": ["hall", "lobby"],
+        "auto_approve": True,
+        "status": "active",
+        "created_at": 0,
+    }
+    defaults = add(run, "dsp-two")
+    assert (defaults["timeout_ms"], defaults["floor_cpm"], defaults["currency"]) == (150, 0.0, "USD")
+    assert (defaults["auction"], defaults["max_qps"], defaults["venues"]) == ("first", None, None)
+    assert defaults["auto_approve"] is False
+    assert json.loads(run("demand", "list")) == [made, defaults]
+
+    assert json.loads(run("demand", "pause", "dsp-one")) == made | {"status": "paused"}
+    assert json.loads(run("demand", "list"))[0]["status"] == "paused"
+    assert json.loads(run("demand", "resume", "dsp-one")) == made
+
+    assert json.loads(run("demand", "remove", "dsp-one")) == made
+    assert json.loads(run("demand", "list")) == [defaults]
+    assert add(run, "dsp-one")["venues"] is None, "a removed partner's name is free again"
+
+
+def test_update_changes_only_the_options_given_and_clear_gives_every_venue_back(run: Run) -> None:
+    run("venues", "add", "--venue-id", "lobby", "--name", "Lobby")
+    made = add(run, "dsp", "--venues", "lobby", "--max-qps", "10", "--auto-approve")
+    changed = json.loads(run("demand", "update", "dsp", "--floor-cpm", "2.25", "--no-auto-approve"))
+    assert changed == made | {"floor_cpm": 2.25, "auto_approve": False}
+    cleared = json.loads(run("demand", "update", "dsp", "--clear", "venues", "--clear", "max_qps"))
+    assert cleared == changed | {"venues": None, "max_qps": None}
+
+
+def test_the_sandbox_and_production_keep_separate_partners(run: Run) -> None:
+    add(run, "sandbox-dsp", env="sandbox")
+    assert [p["name"] for p in json.loads(run("demand", "list", "--env", "sandbox"))] == ["sandbox-dsp"]
+    assert json.loads(run("demand", "list", "--env", "production")) == []
+    assert "partner_not_found" in run("demand", "pause", "--env", "production", "sandbox-dsp", ok=False)
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (("--venues", "lobby,nowhere"), "unknown_venue: no venue 'nowhere' (field: venues[1])"),
+        (("--venues", ""), "invalid_field"),
+        (("--timeout-ms", "5"), "(field: timeout_ms)"),
+        (("--floor-cpm", "-1"), "(field: floor_cpm)"),
+        (("--currency", "usd"), "(field: currency)"),
+        (("--currency", "ABC"), "'ABC' is not an ISO 4217 currency code (field: currency)"),
+        (("--max-qps", "0"), "(field: max_qps)"),
+    ],
+)
+def test_a_bad_option_is_refused_with_the_apis_code_and_field(
+    run: Run, options: tuple[str, ...], expected: str
+) -> None:
+    run("venues", "add", "--venue-id", "lobby", "--name", "Lobby")
+    assert expected in add(run, "dsp", *options, ok=False)
+    assert json.loads(run("demand", "list")) == []
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "expected"),
+    [
+        ("ftp://bidder.test/", "is not an absolute http(s) URL with a host (field: endpoint)"),
+        ("bidder.test/openrtb", "is not an absolute http(s) URL with a host (field: endpoint)"),
+        ("https://bidder.test:99999/", "is not a valid URL: Port out of range"),
+    ],
+)
+def test_a_bad_endpoint_is_refused_saying_why(run: Run, endpoint: str, expected: str) -> None:
+    output = run("demand", "add", "--name", "dsp", "--endpoint", endpoint, ok=False)
+    assert "invalid_field" in output and expected in output
+
+
+def test_a_duplicate_name_a_bad_name_and_an_unknown_partner_are_refused(run: Run) -> None:
+    add(run, "dsp")
+    assert "partner_exists: a demand partner named 'dsp' exists (field: name)" in add(run, "dsp", ok=False)
+    assert "(field: name)" in add(run, "Not A Slug", ok=False)
+    for command in ("pause", "resume", "remove"):
+        refused = run("demand", command, "nobody", ok=False)
+        assert "partner_not_found: no demand partner 'nobody' (field: name)" in refused
+    assert "partner_not_found" in run("demand", "update", "nobody", "--timeout-ms", "300", ok=False)
+    assert [p["name"] for p in json.loads(run("demand", "list"))] == ["dsp"]
+
+
+def test_every_change_is_in_the_audit_log_with_the_shell_user(run: Run) -> None:
+    add(run, "dsp")
+    run("demand", "pause", "dsp")
+    run("demand", "remove", "dsp")
+    engine = make_engine(load_settings().environment("production"))
+    try:
+        logged = transact(engine, entries)
+    finally:
+        engine.dispose()
+    assert [(e.action, e.target) for e in logged] == [
+        ("demand_partner.delete", "demand partner dsp"),
+        ("demand_partner.update", "demand partner dsp"),
+        ("demand_partner.create", "demand partner dsp"),
+    ]
+    assert all(e.actor.startswith("cli:") for e in logged)
+    assert logged[0].after is None and logged[2].before is None
+    assert [(c.field, c.after) for c in logged[1].changes()] == [("status", '"paused"')]
