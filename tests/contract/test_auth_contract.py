@@ -183,7 +183,9 @@ def test_the_shared_sandbox_testing_key_is_refused_403_on_every_management_and_r
     documented = {(method, path) for path, item in document["paths"].items() for method in item}
     assert documented >= MANAGEMENT
     for method, template in sorted(MANAGEMENT):
-        path = template.format(campaign_id=1, creative_id=1, venue_id="lobby", screen_id="s1")
+        path = template.format(
+            campaign_id=1, creative_id=1, venue_id="lobby", screen_id="s1", name="dsp-one", id=1
+        )
         response = http.request(
             method.upper(),
             f"{live.sandbox_url}{path}",
