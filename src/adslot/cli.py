@@ -611,6 +611,124 @@ def demand_remove(env_name: str, name: str) -> None:
     _echo(_partner_change(env_name, "demand_partner.delete", name, remove, deletion=True))
 
 
+def _public_url(env_name: str) -> str:
+    """The environment's public base URL: a creative's preview_url is absolute, as the API answers it."""
+    try:
+        return load_settings().environment(env_name).public_url
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _creative_decision(env_name: str, decision: str, creative_id: str) -> Any:
+    """Approve or reject a demand creative, audited with it as it was and as it is, in one transaction; an
+    id that is not a number is refused as the API refuses it, with its code and field."""
+    from adslot.demand import creatives_repository as creatives_repo
+
+    if not creative_id.isascii() or not creative_id.isdigit():
+        raise api_error(ApiError(400, "invalid_field", f"{creative_id!r} is not a creative id", "id"))
+    number, base_url = int(creative_id), _public_url(env_name)
+    decide = creatives_repo.approve if decision == "approve" else creatives_repo.reject
+    return run_on(
+        env_name,
+        audited(
+            cli_actor(),
+            f"demand_creative.{decision}",
+            f"demand creative {number}",
+            lambda c: decide(c, number, cli_actor(), base_url=base_url),
+            before=lambda c: creatives_repo.get_creative(c, number, base_url=base_url),
+        ),
+        write=True,
+    )
+
+
+@demand.command("creatives")
+@ENV_OPTION
+@click.option("--status", metavar="pending|approved|rejected", help="Only creatives in this status.")
+@click.option("--partner", metavar="NAME", help="Only this partner's creatives.")
+def demand_creatives(env_name: str, status: str | None, partner: str | None) -> None:
+    """List the creatives partners have bid, oldest first, each with its preview URL (--status pending: the
+    ones waiting for approval)."""
+    from adslot.demand import creatives_repository as creatives_repo
+    from adslot.demand.creatives import checked_status
+
+    try:
+        wanted = checked_status(status)
+    except ApiError as exc:
+        raise api_error(exc) from exc
+    base_url = _public_url(env_name)
+    _echo(run_on(env_name, lambda c: creatives_repo.list_creatives(c, wanted, partner, base_url=base_url)))
+
+
+@demand.command("approve")
+@ENV_OPTION
+@click.argument("creative_id", metavar="ID")
+def demand_approve(env_name: str, creative_id: str) -> None:
+    """Approve a demand creative: it may play from now on (approving twice changes nothing; a rejected
+    creative stays rejected)."""
+    _echo(_creative_decision(env_name, "approve", creative_id))
+
+
+@demand.command("reject")
+@ENV_OPTION
+@click.argument("creative_id", metavar="ID")
+def demand_reject(env_name: str, creative_id: str) -> None:
+    """Reject a demand creative: it never plays again, whatever its partner bids (final)."""
+    _echo(_creative_decision(env_name, "reject", creative_id))
+
+
+@demand.command("test-bidder")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=9100, show_default=True, help="0: any free port."
+)
+@click.option(
+    "--price-cpm",
+    type=click.FloatRange(0, 1_000_000, min_open=True),
+    default=4.2,
+    show_default=True,
+    help="The price bid, raised to the imp's floor.",
+)
+@click.option(
+    "--no-bid-rate",
+    type=click.FloatRange(0, 1),
+    default=0.2,
+    show_default=True,
+    help="Share of no-bids (204).",
+)
+@click.option(
+    "--delay-ms", type=click.IntRange(min=0), default=20, show_default=True, help="Before answering."
+)
+@click.option("--seed", type=int, default=None, help="Seed of the no-bid draws (default: random).")
+@click.option("--log", "log_file", type=click.Path(dir_okay=False, path_type=Path), help="JSON lines here.")
+@click.option("--public-url", default=None, help="Base URL of its own links (default http://HOST:PORT).")
+@click.option("--below-floor", is_flag=True, help="Bid under the imp's floor, to test that it is enforced.")
+def demand_test_bidder(
+    host: str, port: int, log_file: Path | None, public_url: str | None, **options: Any
+) -> None:
+    """Run an OpenRTB 2.6 test bidder (POST /openrtb2/auction) that bids a VAST video and logs what it
+    receives (to --log or stdout, and at GET /log), until Ctrl-C."""
+    import contextlib
+
+    from adslot.demand.test_bidder import AUCTION_PATH, base_url_for, serve_test_bidder
+
+    try:
+        base_url_for(host, port, public_url)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--public-url") from exc
+
+    def ready(base_url: str) -> None:
+        click.echo(f"adslot test bidder listening on {base_url} (POST {base_url}{AUCTION_PATH})")
+        sys.stdout.flush()
+
+    with open(log_file, "a", encoding="utf-8") if log_file else contextlib.nullcontext(sys.stdout) as sink:
+        try:
+            serve_test_bidder(
+                host=host, port=port, public_url=public_url, options=options, sink=sink, ready=ready
+            )
+        except OSError as exc:
+            raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from exc
+
+
 @main.group()
 def report() -> None:
     """Delivery reports and the play log, as the reporting API answers them (see its OpenAPI docs)."""

@@ -52,6 +52,11 @@ MANAGEMENT = {
     ("get", "/api/v1/demand/partners/{name}"),
     ("patch", "/api/v1/demand/partners/{name}"),
     ("delete", "/api/v1/demand/partners/{name}"),
+    ("get", "/api/v1/demand/creatives"),
+    ("get", "/api/v1/demand/creatives/{creative_id}"),
+    ("get", "/api/v1/demand/creatives/{creative_id}/preview"),
+    ("post", "/api/v1/demand/creatives/{creative_id}/approve"),
+    ("post", "/api/v1/demand/creatives/{creative_id}/reject"),
 }
 KEYED = {
     ("post", "/api/v1/ad/request"),

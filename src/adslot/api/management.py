@@ -4,21 +4,22 @@ partners."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 import sqlalchemy as sa
-from litestar import Controller, Request, delete, get, patch, post
+from litestar import Controller, Request, Response, delete, get, patch, post
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, RequestBody, Schema
-from litestar.params import JSONBody, PathParameter
+from litestar.params import JSONBody, PathParameter, QueryParameter
 
 from adslot import audit
-from adslot.api.adapters import env_of
+from adslot.api.adapters import env_of, reply_response
 from adslot.api.auth import authenticate
 from adslot.api.docs import error_spec
-from adslot.api.hot_routes import documented
+from adslot.api.hot_routes import documented, vast_spec
+from adslot.api.reply import NO_STORE, XML, Reply
 from adslot.api.strict_body import strict_body
 from adslot.auth.keys import SCOPE_ADMIN, KeyRecord
 from adslot.campaigns import repository as campaigns_repo
@@ -32,7 +33,9 @@ from adslot.campaigns.schemas import (
     CreativeIn,
     CreativePatch,
 )
+from adslot.demand import creatives_repository as creatives_repo
 from adslot.demand import repository as demand_repo
+from adslot.demand.creatives import CreativeStatus, DemandCreative
 from adslot.demand.partners import Partner, PartnerIn, PartnerPatch
 from adslot.environment import Environment
 from adslot.errors import ApiError
@@ -379,4 +382,111 @@ class DemandPartnerController(Controller):
         )
 
 
-MANAGEMENT_CONTROLLERS = [AdvertiserController, CampaignController, VenueController, DemandPartnerController]
+DemandCreatives = list[DemandCreative]
+"""Named out of the controller, whose `list` method would shadow the builtin in its own signature."""
+DemandCreativeId = Annotated[int, PathParameter(description="The demand creative's id", ge=1, le=MAX_ID)]
+CREATIVE_DECISION_ERRORS = {
+    **READ_ERRORS,
+    409: error_spec("The creative was rejected: a rejection is final (`creative_rejected`)."),
+}
+PREVIEW_HEADERS = [NO_STORE, ("x-content-type-options", "nosniff"), ("content-security-policy", "sandbox")]
+"""The markup is the buyer's, not adslot's: never cached, never sniffed, never run as a page of adslot's."""
+
+
+class DemandCreativeController(Controller):
+    """The approval queue of the creatives demand partners bid: a new one plays only once approved (unless
+    its partner is auto-approved), a rejected one never plays again."""
+
+    path = "/api/v1/demand/creatives"
+    tags = ("management",)
+    guards = (admin_guard, strict_body)
+    security = ({"SspKey": []},)
+
+    @get(
+        operation_id="listDemandCreatives",
+        summary="List demand creatives (the approval queue: status=pending), oldest first",
+        responses=READ_ERRORS,
+    )
+    async def list(
+        self,
+        request: Request[Any, Any, Any],
+        status: Annotated[
+            CreativeStatus | None, QueryParameter(description="Only creatives in this status")
+        ] = None,
+        partner: Annotated[str | None, QueryParameter(description="Only this partner's creatives")] = None,
+    ) -> DemandCreatives:
+        env = env_of(request)
+        return await env.run_sync(
+            lambda c: creatives_repo.list_creatives(c, status, partner, base_url=env.base_url)
+        )
+
+    @get(
+        "/{creative_id:int}/preview",
+        operation_id="previewDemandCreative",
+        summary="The VAST markup the creative was first bid with, for any VAST player",
+        responses={
+            200: vast_spec("The VAST document, as the partner bid it."),
+            **READ_ERRORS,
+            409: error_spec("The bid had no markup: its VAST is served by its nurl (`no_stored_markup`)."),
+        },
+    )
+    async def preview(
+        self, request: Request[Any, Any, Any], creative_id: DemandCreativeId
+    ) -> Response[bytes]:
+        adm = await env_of(request).run_sync(lambda c: creatives_repo.markup(c, creative_id))
+        return reply_response(Reply(200, adm.encode(), XML, list(PREVIEW_HEADERS)))
+
+    @get(
+        "/{creative_id:int}",
+        operation_id="getDemandCreative",
+        summary="Get a demand creative",
+        responses=READ_ERRORS,
+    )
+    async def get(self, request: Request[Any, Any, Any], creative_id: DemandCreativeId) -> DemandCreative:
+        env = env_of(request)
+        return await env.run_sync(
+            lambda c: creatives_repo.get_creative(c, creative_id, base_url=env.base_url)
+        )
+
+    @post(
+        "/{creative_id:int}/approve",
+        operation_id="approveDemandCreative",
+        summary="Approve a demand creative: it may play (approving twice changes nothing)",
+        status_code=200,
+        responses=CREATIVE_DECISION_ERRORS,
+    )
+    async def approve(self, request: Request[Any, Any, Any], creative_id: DemandCreativeId) -> DemandCreative:
+        return await self._decide(request, "approve", creative_id)
+
+    @post(
+        "/{creative_id:int}/reject",
+        operation_id="rejectDemandCreative",
+        summary="Reject a demand creative: it never plays again (final)",
+        status_code=200,
+        responses=READ_ERRORS,
+    )
+    async def reject(self, request: Request[Any, Any, Any], creative_id: DemandCreativeId) -> DemandCreative:
+        return await self._decide(request, "reject", creative_id)
+
+    async def _decide(
+        self, request: Request[Any, Any, Any], decision: Literal["approve", "reject"], creative_id: int
+    ) -> DemandCreative:
+        key: KeyRecord = request.state.key
+        base_url = env_of(request).base_url
+        decide = creatives_repo.approve if decision == "approve" else creatives_repo.reject
+        return await change(
+            request,
+            f"demand_creative.{decision}",
+            f"demand creative {creative_id}",
+            lambda c: decide(c, creative_id, f"api key {key.key_id}", base_url=base_url),
+            before=lambda c: creatives_repo.get_creative(c, creative_id, base_url=base_url),
+        )
+
+
+MANAGEMENT_CONTROLLERS = [
+    AdvertiserController,
+    CampaignController,
+    VenueController,
+    DemandPartnerController,
+    DemandCreativeController,
+]

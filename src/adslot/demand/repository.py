@@ -26,7 +26,7 @@ from adslot.demand.partners import (
 )
 from adslot.errors import ApiError
 from adslot.storage.database import conflict_as
-from adslot.storage.tables import demand_partners, venues
+from adslot.storage.tables import demand_creatives, demand_partners, venues
 
 _VENUES = msgspec.json.Decoder(list[str] | None)
 
@@ -117,7 +117,9 @@ def set_status(conn: sa.Connection, name: str, status: PartnerStatus) -> Partner
 
 
 def remove_partner(conn: sa.Connection, name: str) -> Partner:
-    """Delete the partner and answer it as it was; its name is free again."""
+    """Delete the partner, and its creatives with it, and answer it as it was; its name is free again (a new
+    partner of that name starts with an empty approval queue: approvals were of the old one's bids)."""
     removed = get_partner(conn, name)
+    conn.execute(sa.delete(demand_creatives).where(demand_creatives.c.partner_id == removed.id))
     conn.execute(sa.delete(demand_partners).where(demand_partners.c.name == name))
     return removed

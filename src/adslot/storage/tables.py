@@ -347,3 +347,22 @@ demand_partners = sa.Table(
     sa.Column("status", sa.String(16), nullable=False),  # "active" or "paused"
     sa.Column("created_at", sa.BigInteger, nullable=False),
 )
+
+# Creatives (OpenRTB `crid`) demand partners have bid, each held for the media owner's approval the first time
+# it is seen from its partner (adslot.demand.creatives): one row per partner and crid, kept with the markup
+# first seen so that what the media owner previews is what was bid. Deleted with their partner.
+demand_creatives = sa.Table(
+    "demand_creatives",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("partner_id", sa.Integer, sa.ForeignKey("demand_partners.id"), nullable=False, index=True),
+    sa.Column("crid", sa.String(256), nullable=False),
+    sa.Column("adomain", sa.Text, nullable=True),  # JSON list of the advertiser's domains, as bid
+    sa.Column("adm", sa.Text, nullable=True),  # the VAST markup first seen; null when it came by nurl
+    sa.Column("nurl", sa.String(2048), nullable=True),  # the URL that served the VAST, when adm is null
+    sa.Column("status", sa.String(16), nullable=False),  # "pending", "approved" or "rejected"
+    sa.Column("first_seen_at", sa.BigInteger, nullable=False),
+    sa.Column("decided_at", sa.BigInteger, nullable=True),
+    sa.Column("decided_by", sa.String(128), nullable=True),  # the audit log's actor
+    sa.UniqueConstraint("partner_id", "crid"),
+)
