@@ -709,7 +709,7 @@ def demand_test_bidder(
     receives (to --log or stdout, and at GET /log), until Ctrl-C."""
     import contextlib
 
-    from adslot.demand.test_bidder import AUCTION_PATH, base_url_for, serve_test_bidder
+    from adslot.demand.bidder import AUCTION_PATH, base_url_for, serve_test_bidder
 
     try:
         base_url_for(host, port, public_url)

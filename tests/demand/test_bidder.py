@@ -25,10 +25,7 @@ import xmlschema
 
 from adslot.demand.auction import Asked, check_response
 from adslot.demand.bid_request import Audience, Opportunity, build_bid_request, encode_bid_request
-from adslot.demand.bidder_log import BidderLog
-from adslot.demand.macros import MacroValues, substitute
-from adslot.demand.terms import PartnerTerms, to_micros
-from adslot.demand.test_bidder import (
+from adslot.demand.bidder import (
     ADVERTISER_DOMAIN,
     AUCTION_PATH,
     CAMPAIGN_ID,
@@ -38,6 +35,9 @@ from adslot.demand.test_bidder import (
     BidderSettings,
     create_bidder,
 )
+from adslot.demand.bidder_log import BidderLog
+from adslot.demand.macros import MacroValues, substitute
+from adslot.demand.terms import PartnerTerms, to_micros
 from tests.conftest import free_port
 from tests.demand.openrtb_schema import schema_errors
 from tests.vast.schema import MISSING_SCHEMA, SCHEMA_PATH
