@@ -7,7 +7,6 @@ one is invisible to the other.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import random
@@ -36,6 +35,7 @@ from adslot.settings import EnvironmentSettings, Settings
 from adslot.storage.database import is_sqlite, make_engine, read_transaction, write_transaction
 from adslot.storage.failures import OutageLog
 from adslot.storage.migrate import one_at_a_time, upgrade
+from adslot.tasks import stop_tasks
 from adslot.telemetry.metrics import meters_for
 
 T = TypeVar("T")
@@ -144,11 +144,7 @@ class Environment:
     async def stop(self) -> None:
         await self.sweeper.stop()
         await self.retention.stop()
-        for task in (self._poller, self._reload):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        await stop_tasks(self._poller, self._reload)
         await self.writer.close()
         await self._reads.close()
         await self.key_lookup.close()

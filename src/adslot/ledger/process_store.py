@@ -48,6 +48,7 @@ from adslot.ledger.wire import (
 from adslot.ledger.writer_process import READY, encode_database
 from adslot.settings import MAX_BATCHES_IN_FLIGHT
 from adslot.storage.failures import LedgerUnavailable, OutcomeUnknown
+from adslot.tasks import stop_tasks
 
 log = logging.getLogger(__name__)
 START_TIMEOUT_SECONDS = 60.0
@@ -226,10 +227,7 @@ class ProcessLedgerStore:
         it has not answered stay in _waiting."""
         writer, process, answers = self._writer, self._process, self._answers
         self._reader = self._writer = self._process = self._answers = None
-        if answers is not None:
-            answers.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await answers
+        await stop_tasks(answers)
         if writer is not None:
             writer.close()
             with contextlib.suppress(ConnectionError):

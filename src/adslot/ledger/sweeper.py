@@ -12,7 +12,6 @@ disjoint rows (SKIP LOCKED), so more workers only drain faster.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -20,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from adslot.ledger.budget import DeliveryCache
 from adslot.ledger.records import COUNTER_RETENTION_SECONDS, Settle, Verdict
 from adslot.storage.failures import OutageLog
+from adslot.tasks import stop_tasks
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +73,8 @@ class ExpirySweeper:
 
     async def stop(self) -> None:
         """Cancel the loop (a sweep in flight is abandoned; its batch commits or not, atomically)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await stop_tasks(self._task)
+        self._task = None
 
     async def _run(self) -> None:
         while True:

@@ -21,7 +21,6 @@ No request is refused or failed because Redis is down.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -30,6 +29,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from adslot.limits.bucket import KeyBuckets, default_burst, retry_after
+from adslot.tasks import stop_tasks
 
 log = logging.getLogger(__name__)
 
@@ -122,11 +122,7 @@ class SharedBuckets:
         tasks = [lease.draw for lease in self._leases.values() if lease.draw is not None]
         if self._probe is not None:
             tasks.append(self._probe)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await stop_tasks(*tasks)
         if self._client is not None:
             await self._client.aclose()
             self._client = None

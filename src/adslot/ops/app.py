@@ -12,7 +12,6 @@ a render.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
 import ipaddress
 import logging
@@ -28,6 +27,7 @@ from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.ops.health import Readiness
 from adslot.settings import Settings
+from adslot.tasks import stop_tasks
 from adslot.telemetry import metrics
 
 Scope = MutableMapping[str, Any]
@@ -72,11 +72,8 @@ class OpsApp:
         )
 
     async def stop(self) -> None:
-        if self._flusher is not None:
-            self._flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._flusher
-            self._flusher = None
+        await stop_tasks(self._flusher)
+        self._flusher = None
         await self._readiness.close()
         self.flush()  # what was counted since the last flush, before the process goes
 

@@ -10,7 +10,6 @@ ADSLOT_RETENTION_DAYS is set.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
@@ -22,6 +21,7 @@ import sqlalchemy as sa
 from adslot.retention.rollup import BUCKET_SECONDS, HOUR, cutoff, due, roll_batch, trim_key_stats
 from adslot.settings import Settings
 from adslot.storage.failures import OutageLog
+from adslot.tasks import stop_tasks
 
 log = logging.getLogger(__name__)
 
@@ -71,11 +71,8 @@ class RetentionTask:
 
     async def stop(self) -> None:
         """Cancel the loop; a batch in flight finishes first (its thread is waited for), atomically."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await stop_tasks(self._task)
+        self._task = None
 
     async def _run(self) -> None:
         # Workers started together spread their first passes over the first interval.
