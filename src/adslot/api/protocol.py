@@ -530,10 +530,7 @@ class AdslotHttpProtocol(HttpToolsProtocol):
                 path = raw_path[len(mount) :].decode("ascii")
                 self._method = method.decode("ascii")
                 if method != b"POST":
-                    source = self._peer_network
-                    if source is None or source == TRUSTED:
-                        source = self._source_network()
-                    begin = pixel_route(env, path, query, source)
+                    begin = pixel_route(env, path, query, self._source_network())
                     if begin is not None:
                         self._begin = begin
                         meters = env.meters
