@@ -17,6 +17,10 @@ from adslot.auth.repository import active_keys
 from adslot.campaigns.live import all_creatives, live_campaigns
 from adslot.decision.index import DecisionIndex
 from adslot.decision.model import Creative, ScreenProfile, VenueProfile
+from adslot.demand.creatives import CreativeStatus
+from adslot.demand.creatives_repository import creative_statuses
+from adslot.demand.partners import Partner
+from adslot.demand.repository import list_partners
 from adslot.inventory.repository import screen_profiles, venue_profiles
 from adslot.storage.tables import environment_meta
 from adslot.vast.inline import InlineCreative
@@ -37,6 +41,10 @@ class Catalog:
     """The active campaigns, compiled (`index.campaigns` by id), ready for decisions."""
     creatives: dict[int, Creative]
     """Every creative ever defined, live or not: an issued ad request still renders after a pause."""
+    partners: tuple[Partner, ...] = ()
+    """The active demand partners (demand/): none, and an ad request asks no one and costs nothing more."""
+    demand_creatives: dict[tuple[str, str], tuple[int, CreativeStatus]] = field(default_factory=dict)
+    """(partner name, crid) -> (id, approval status) of every creative partners have bid."""
     inline: dict[int, InlineCreative] = field(default_factory=dict, compare=False)
     """Each creative as the inline VAST renders it, made at its first fetch: it lives and dies with this
     snapshot, so a changed creative is rendered anew after the next reload."""
@@ -71,6 +79,8 @@ def load_catalog(conn: sa.Connection) -> Catalog:
         screens=screen_profiles(conn),
         index=DecisionIndex.build(live_campaigns(conn, active_creatives)),
         creatives=every_creative,
+        partners=tuple(list_partners(conn, status="active")),
+        demand_creatives=creative_statuses(conn),
     )
 
 

@@ -729,6 +729,28 @@ def demand_test_bidder(
             raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from exc
 
 
+@demand.command("report")
+@ENV_OPTION
+@click.option("--from", "start", required=True, help="First play_time, included (UTC epoch seconds).")
+@click.option("--to", "end", required=True, help="Last play_time, excluded (UTC epoch seconds).")
+@click.option(
+    "--timezone", "--tz", "timezone", default="UTC", show_default=True, help="IANA time zone of the hours."
+)
+@click.option("--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True)
+def demand_report(env_name: str, **params: Any) -> None:
+    """Print the demand report (per partner and hour): the API's `data` as JSON, or its CSV."""
+    from adslot.reporting.demand import demand_report as build
+    from adslot.reporting.formats import demand_csv
+    from adslot.reporting.query import parse_demand
+
+    query = _parsed(parse_demand, **params)
+    result = run_on(env_name, lambda c: build(c, query))
+    if query.fmt == "csv":
+        click.echo(demand_csv(result), nl=False)
+    else:
+        _echo(result)
+
+
 @main.group()
 def report() -> None:
     """Delivery reports and the play log, as the reporting API answers them (see its OpenAPI docs)."""

@@ -21,6 +21,9 @@ from adslot.auth.keys import KeyRecord
 from adslot.auth.lookup import KeyLookup
 from adslot.auth.repository import active_keys, keys_by_hash
 from adslot.catalog import Catalog, bump_version, current_version, load_catalog
+from adslot.demand.billing import BillingSender
+from adslot.demand.exchange import Exchange
+from adslot.demand.stats import DemandStats
 from adslot.ledger.backends import ledger_for
 from adslot.ledger.budget import DeliveryCache
 from adslot.ledger.group_commit import GroupCommitter
@@ -118,6 +121,17 @@ class Environment:
         self.pixels = PixelGuard(self.writer, settings.rate_limit_pixels)
         # Old ad requests rolled up into report aggregates (ADSLOT_RETENTION_DAYS; does nothing when unset).
         self.retention = RetentionTask.of(settings, self.engine, env.name)
+        # Programmatic demand (demand/): asked only for venues an active partner may bid on.
+        self.demand_stats = DemandStats(self.engine, name=f"demand-stats-{env.name}")
+        self.exchange = Exchange(
+            currency=settings.currency,
+            stats=self.demand_stats,
+            write=lambda fn: self.run_sync(fn, write=True),
+            read=self.run_sync,
+        )
+        self.billing = BillingSender(
+            self.engine, settings.demand_billing_interval_seconds, name=f"billing-{env.name}"
+        )
         self.rng = random.Random(seed)
         self.catalog: Catalog | None = None
         self.testing_key: str | None = None
@@ -140,10 +154,15 @@ class Environment:
         )
         self.sweeper.start()
         self.retention.start()
+        self.demand_stats.start()
+        self.billing.start()
 
     async def stop(self) -> None:
         await self.sweeper.stop()
         await self.retention.stop()
+        await self.billing.stop()
+        await self.exchange.close()
+        await self.demand_stats.stop()
         await stop_tasks(self._poller, self._reload)
         await self.writer.close()
         await self._reads.close()

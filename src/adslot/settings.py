@@ -129,6 +129,14 @@ def _token(env: dict[str, str], name: str) -> str | None:
     return raw
 
 
+def _currency(env: dict[str, str], name: str, default: str) -> str:
+    """An ISO 4217 code, as three letters (upper-cased)."""
+    raw = (env.get(name) or default).strip().upper()
+    if len(raw) != 3 or not raw.isascii() or not raw.isalpha():
+        raise SettingsError(f"{name} must be an ISO 4217 code such as USD, got {raw!r}")
+    return raw
+
+
 LOG_FORMATS = ("text", "json")
 LOG_LEVELS = ("info", "debug", "warning", "error", "critical")
 
@@ -248,6 +256,11 @@ class Settings:
     rate_limit_pixels: int = 50
     """Pixel fires a second per ad request uuid, per process (limits/pixels.py); 0: no limit. A play fires at
     most twelve (six events, both VAST layers): fifty in one second is no player, only a flood."""
+    currency: str = "USD"
+    """The account currency: campaigns' CPMs are in it, and demand partners are asked to bid in it (a
+    partner configured in another currency is not asked: prices in two currencies cannot compete)."""
+    demand_billing_interval_seconds: float = 0.5
+    """How often each worker looks for billing notices (burl) that fell due (demand/billing.py)."""
     redis_url: str | None = None
     """Where the ad request limits are shared across processes and nodes; None: each process its own."""
     redis_key_prefix: str = "adslot"
@@ -416,6 +429,15 @@ def load_settings(
         rate_limit_ad_requests=_rate(env, "ADSLOT_RATE_LIMIT_AD_REQUESTS", DEFAULTS.rate_limit_ad_requests),
         rate_limit_burst=_rate(env, "ADSLOT_RATE_LIMIT_BURST", DEFAULTS.rate_limit_burst),
         rate_limit_pixels=_int(env, "ADSLOT_RATE_LIMIT_PIXELS", DEFAULTS.rate_limit_pixels, 0),
+        currency=_currency(env, "ADSLOT_CURRENCY", DEFAULTS.currency),
+        demand_billing_interval_seconds=_int(
+            env,
+            "ADSLOT_DEMAND_BILLING_INTERVAL_MS",
+            int(DEFAULTS.demand_billing_interval_seconds * 1000),
+            10,
+            600_000,
+        )
+        / 1000,
         redis_url=_redis_url(env, "ADSLOT_REDIS_URL"),
         redis_key_prefix=_redis_prefix(env, "ADSLOT_REDIS_KEY_PREFIX"),
         metrics_allow=_networks(env, "ADSLOT_METRICS_ALLOW") or DEFAULTS.metrics_allow,

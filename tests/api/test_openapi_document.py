@@ -46,6 +46,7 @@ MANAGEMENT = {
     ("patch", "/api/v1/venues/{venue_id}/screens/{screen_id}"),
     ("post", "/api/v1/venues/import"),
     ("get", "/api/v1/reports/delivery"),
+    ("get", "/api/v1/reports/demand"),
     ("get", "/api/v1/reports/playlog"),
     ("get", "/api/v1/demand/partners"),
     ("post", "/api/v1/demand/partners"),
@@ -88,6 +89,7 @@ EXPECTED_ERRORS = {
     ("get", "/api/v1/ad/manifest"): {400, 401, 403, 422},
     ("post", "/api/v1/ad/pop/batch"): {400, 401, 403, 413, 415},
     ("get", "/api/v1/reports/delivery"): {400, 401, 403, 422},
+    ("get", "/api/v1/reports/demand"): {400, 401, 403, 422},
     ("get", "/api/v1/reports/playlog"): {400, 401, 403},
     ("post", "/api/v1/venues/import"): {400, 401, 403, 413, 415},
 }

@@ -121,6 +121,8 @@ def test_delivery_by_campaign_counts_what_the_player_fired(
         "expired": 0,
         "released": 1,
         "invalid": {"too_fast": 0, "out_of_order": 0, "foreign_network": 0, "burst": 0},
+        "direct_plays": 3,
+        "programmatic_plays": 0,
     }
     assert data["rows"] == [expected]
     assert data["totals"] == {k: v for k, v in expected.items() if k != "campaign_id"}
@@ -180,8 +182,9 @@ def test_delivery_csv_is_an_attachment_with_a_header_and_the_json_figures(
         f'attachment; filename="delivery-{delivered["from"]}-{delivered["to"]}.csv"'
     )
     header, *lines = list(csv.reader(io.StringIO(answer.text)))
-    assert header[:4] == ["campaign_id", "requests", "fills", "fill_rate"] and len(header) == 20
+    assert header[:4] == ["campaign_id", "requests", "fills", "fill_rate"] and len(header) == 22
     figures = ["", "5", "", "3", "3.0", "3", "2", "2", "1", "1", "0.3333", "0", "1", "0", "1"] + ["0"] * 4
+    figures += ["3", "0"]  # direct_plays, programmatic_plays
     assert lines == [[str(live.extra["campaign_id"]), *figures]]
 
 

@@ -26,7 +26,14 @@ from adslot.ledger.resolve import TIME_INDEX, Times
 from adslot.ledger.store import LedgerStore
 from adslot.settings import EnvironmentSettings
 from adslot.storage.database import sqlite_path
-from adslot.storage.tables import ad_requests, delivery_counters, key_stats, ledger_answers, request_stats
+from adslot.storage.tables import (
+    ad_requests,
+    delivery_counters,
+    demand_wins,
+    key_stats,
+    ledger_answers,
+    request_stats,
+)
 
 T = TypeVar("T")
 PLAY = 1_800_000_000
@@ -81,7 +88,14 @@ class LedgerDatabase:
 
     def clear(self) -> None:
         with self.engine.begin() as conn:
-            for table in (ad_requests, delivery_counters, request_stats, key_stats, ledger_answers):
+            for table in (
+                ad_requests,
+                delivery_counters,
+                request_stats,
+                key_stats,
+                ledger_answers,
+                demand_wins,
+            ):
                 conn.execute(sa.delete(table))
 
     def run(self, scenario: Callable[[LedgerStore], Awaitable[T]]) -> T:

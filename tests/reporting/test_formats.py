@@ -40,6 +40,8 @@ METRICS = [
 ]
 INVALID = ["invalid_too_fast", "invalid_out_of_order", "invalid_foreign_network", "invalid_burst"]
 """The CSV's columns for the JSON's `invalid` counts."""
+SPLIT = ["direct_plays", "programmatic_plays"]
+"""Plays split into direct and programmatic: the CSV's last columns."""
 
 
 def report_of(group_by: str) -> object:
@@ -58,12 +60,11 @@ def test_delivery_csv_has_dimension_then_metric_columns_and_crlf_lines() -> None
     body = delivery_csv(report_of("screen")).decode()  # type: ignore[arg-type]
     assert body.endswith("\r\n") and body.count("\r\n") == 3
     rows = list(csv.reader(io.StringIO(body)))
-    assert rows[0] == ["venue_id", "screen_id", *METRICS, *INVALID]
+    assert rows[0] == ["venue_id", "screen_id", *METRICS, *INVALID, *SPLIT]
     assert body.splitlines()[1].startswith('"lobby, ""east""",,0,2,,1,1.25,')
-    assert (
-        rows[1]
-        == ['lobby, "east"', "", "0", "2", "", "1", "1.25", "1", "0", "0", "0", "0", "0.0"] + ["0"] * 8
-    )
+    assert rows[1] == ['lobby, "east"', "", "0", "2", "", "1", "1.25", "1", "0", "0", "0", "0", "0.0"] + [
+        "0"
+    ] * 8 + ["1", "0"]
     assert rows[2][:6] == ["mall", "s1", "3", "1", "0.3333", "0"]
     assert rows[2][12] == ""  # completion_rate without a start
 
@@ -73,8 +74,8 @@ def test_delivery_json_is_the_envelope_and_rows_carry_only_grouped_dimensions() 
     assert body["status"] == 200
     assert body["data"]["group_by"] == ["venue"] and body["data"]["from"] == 0
     row = body["data"]["rows"][0]
-    assert set(row) == {"venue_id", *METRICS, "invalid"}
-    assert set(body["data"]["totals"]) == {*METRICS, "invalid"}
+    assert set(row) == {"venue_id", *METRICS, "invalid", *SPLIT}
+    assert set(body["data"]["totals"]) == {*METRICS, "invalid", *SPLIT}
 
 
 def test_playlog_csv_header_then_rows_with_empty_cells_for_events_not_counted() -> None:

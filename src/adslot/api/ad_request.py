@@ -189,6 +189,7 @@ async def _ad_request(
         now=now,
         play_window_seconds=env.settings.play_window_seconds,
         new_id=uuid7,
+        exchange=env.exchange,
     )
     if filled is None:
         return Reply(204, headers=[NO_STORE])

@@ -67,8 +67,11 @@ class AdRequestRecord(msgspec.Struct):
     created_at: int
     ad_request_expired_at: int
     state: Literal["issued", "played", "expired", "released"]
-    campaign_id: int
-    creative_id: int
+    campaign_id: int | None
+    """null when a demand partner's bid won the slot (`source` programmatic)."""
+    source: Literal["direct", "programmatic"]
+    """Who filled the slot: one of the account's campaigns, or a demand partner's winning bid."""
+    creative_id: int | None
     events: EventTimes
     duplicate_count: int
     late_count: int

@@ -21,6 +21,7 @@ from adslot.errors import ApiError
 from adslot.ids import parse_uuid
 from adslot.ledger.records import AdRequest, Fire, Verdict
 from adslot.telemetry.metrics import Meters
+from adslot.vast.buyer import NotVast, with_adslot_pixels, wrapper_to
 from adslot.vast.inline import InlineCreative, MediaFile, build_inline
 from adslot.vast.urls import EVENTS
 from adslot.vast.wrapper import EMPTY_VAST
@@ -183,6 +184,8 @@ async def handle_inline_vast(env: Environment, ad_request_uuid: str) -> Reply:
             raise RELEASED
         if now > record.expires_at:
             raise _expired(record.expires_at, now)
+        if record.creative_id is None:
+            return await _buyer_vast(env, record, ad_request_uuid.lower())
         catalog = env.catalog
         assert catalog is not None
         inline = catalog.inline.get(record.creative_id)
@@ -205,6 +208,34 @@ async def handle_inline_vast(env: Environment, ad_request_uuid: str) -> Reply:
     return Reply(200, vast.encode(), XML, [NO_STORE])
 
 
+async def _buyer_vast(env: Environment, record: AdRequest, ad_request_uuid: str) -> Reply:
+    """The inline layer of an ad request a demand partner won: the buyer's VAST with adslot's pixels in it,
+    or a wrapper to the URL serving it (vast/buyer.py)."""
+    markup = await env.exchange.markup(record.id)
+    if markup is None:
+        raise ApiError(
+            410, "creative_gone", "the winning bid of this ad request is not stored", "ad_request_uuid"
+        )
+    if markup.adm is not None:
+        try:
+            vast = with_adslot_pixels(markup.adm, base_url=env.base_url, ad_request_uuid=ad_request_uuid)
+        except NotVast as error:
+            raise ApiError(
+                410, "creative_gone", f"the buyer's markup is not VAST: {error}", "ad_request_uuid"
+            ) from error
+    elif markup.nurl is not None:
+        vast = wrapper_to(
+            markup.nurl,
+            base_url=env.base_url,
+            ad_request_uuid=ad_request_uuid,
+            ad_system_name=env.settings.ad_system_name,
+            ad_system_version=__version__,
+        )
+    else:
+        raise ApiError(410, "creative_gone", "the winning bid carried no markup", "ad_request_uuid")
+    return Reply(200, vast.encode(), XML, [NO_STORE])
+
+
 def record_view(record: AdRequest, now: int) -> dict[str, object]:
     """The stored Proof-of-Play record as the API shows it."""
     return {
@@ -216,6 +247,7 @@ def record_view(record: AdRequest, now: int) -> dict[str, object]:
         "ad_request_expired_at": record.expires_at,
         "state": record.state(now),
         "campaign_id": record.campaign_id,
+        "source": "direct" if record.campaign_id is not None else "programmatic",
         "creative_id": record.creative_id,
         "events": {
             "impression": record.impression_at,

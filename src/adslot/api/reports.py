@@ -25,9 +25,12 @@ from adslot.api.management import admin_guard
 from adslot.api.reply import JSON
 from adslot.environment import Environment
 from adslot.reporting import query as q
+from adslot.reporting.demand import DROPS, demand_report
 from adslot.reporting.formats import (
     delivery_csv,
     delivery_json,
+    demand_csv,
+    demand_json,
     playlog_csv_header,
     playlog_csv_rows,
     playlog_json,
@@ -40,7 +43,7 @@ from adslot.reporting.repository import (
     playlog_page,
     playlog_rows,
 )
-from adslot.reporting.schemas import DeliveryEnvelope, PlaylogEnvelope
+from adslot.reporting.schemas import DeliveryEnvelope, DemandEnvelope, PlaylogEnvelope
 
 ERRORS = {
     400: error_spec("Invalid parameter; `error.code` and `error.field` say which."),
@@ -82,6 +85,17 @@ From = Annotated[
 ]
 To = Annotated[str | None, param("to", "End of the range, excluded: UTC epoch seconds of play_time", **EPOCH)]
 Format = Annotated[str | None, param("format", "json (default) or csv", **formats("json"))]
+Timezone = Annotated[
+    str | None,
+    param(
+        "timezone",
+        "IANA time zone of the day and hour buckets",
+        type=OpenAPIType.STRING,
+        pattern=q.TIMEZONE_PATTERN,
+        max_length=64,
+        default="UTC",
+    ),
+]
 ScreenFilter = Annotated[str | None, param("screen_id", "Only this screen's ad requests", **IDENTIFIER)]
 
 
@@ -103,15 +117,21 @@ Metrics: `requests` (ad requests, filled or not), `fills` (filled ad requests), 
 requests), `plays` (impressions counted), `impressions` (the audience impressions those plays are worth,
 3 decimals), `starts`, `first_quartiles`, `midpoints`, `third_quartiles`, `completes`, `completion_rate`
 (completes / starts), `late` (fires after expiry, not counted), `duplicates` (repeated fires), `expired`
-(expiry passed unplayed, not released) and `released` (given back by the player). Rates have 4 decimals
-and are null when their denominator is 0.
+(expiry passed unplayed, not released), `released` (given back by the player), `invalid` (flagged fires
+per rule), and `direct_plays` and `programmatic_plays` (plays of the environment's own campaigns, and of ad
+requests a demand partner won: they add up to `plays`). Rates have 4 decimals and are null when their
+denominator is 0.
+
+Ad requests a demand partner won have no campaign or creative: grouped by campaign or creative, they are the
+row whose `campaign_id` (and `creative_id`) is `"programmatic"`; a `campaign_id` filter leaves them out.
 
 **requests and fill_rate are null** when they cannot be attributed exactly: requests are counted per
 venue, screen and UTC hour before any campaign is chosen, so they are null whenever the report is grouped
 or filtered by campaign or creative, when `from` or `to` is not a whole UTC hour, and when it is grouped by
 day or hour in a time zone whose boundaries are not whole UTC hours (e.g. Asia/Kolkata, +05:30).
 
-format=csv answers a header row (the dimensions, then the metrics) and one line per row, without totals.
+format=csv answers a header row (the dimensions, then the metrics, then `invalid` as an `invalid_<rule>`
+column each, then `direct_plays` and `programmatic_plays`) and one line per row, without totals.
 
 A report of more than {MAX_GROUPS:,} groups is refused (400 `report_too_large`): shorten the range,
 filter, or group by coarser dimensions.
@@ -134,6 +154,27 @@ a header row, then one line per play; `limit` does not apply.
 
 **Retention**: when the server keeps ad requests for a limited time (ADSLOT_RETENTION_DAYS), plays older
 than it are rolled up into the delivery report's aggregates and are no longer listed here."""
+
+
+DEMAND_DESCRIPTION = f"""What each programmatic demand partner was asked, answered, won and played, one row
+per partner and hour with anything to count, and a total per partner.
+
+Asks are counted per UTC hour of the slots' play time, so the rows are UTC hours: an hour (its asks and its
+wins alike) counts when it starts within [from, to) (at most {q.DEMAND_MAX_DAYS} days). `hour` is the
+hour's start in **timezone** (IANA, default UTC), ISO 8601 with its UTC offset: the local hour in zones
+whose offset is a whole number of hours, and the UTC hour's local start (e.g. 05:30) in the others.
+
+Metrics: `requests` (bid requests sent), `bids` (answers with a bid that could compete), `bid_rate`
+(bids / requests), `no_bids`, `dropped` (answers of which no bid could compete), `timeouts`, `errors` and
+`errors_by_reason`, `drops` (bids or answers dropped, per reason), `skipped_qps` and `skipped_breaker`
+(asks skipped, not requests), `lost` (bids that lost the auction), `wins` (ad requests won), `win_rate`
+(wins / bids), `plays` (wins whose impression was counted), `spend` (sum over plays of clearing CPM *
+impressions per play / 1000), `avg_clearing_cpm` (over wins), `currency` (of spend and prices; null, as
+are they, when the wins were in several currencies) and `billed` (wins whose billing notice was sent).
+Rates have 4 decimals and are null when their denominator is 0.
+
+format=csv answers a header row and one line per partner and hour, without totals: `errors_by_reason` is
+left out, `drops` is a `drop_<reason>` column per reason ({", ".join(DROPS)})."""
 
 
 class ReportController(Controller):
@@ -174,17 +215,7 @@ class ReportController(Controller):
                 default="campaign",
             ),
         ] = None,
-        timezone: Annotated[
-            str | None,
-            param(
-                "timezone",
-                "IANA time zone of the day and hour buckets",
-                type=OpenAPIType.STRING,
-                pattern=q.TIMEZONE_PATTERN,
-                max_length=64,
-                default="UTC",
-            ),
-        ] = None,
+        timezone: Timezone = None,
         campaign_id: Annotated[
             str | None,
             param(
@@ -217,6 +248,37 @@ class ReportController(Controller):
             name = f"delivery-{query.start}-{query.end}.csv"
             return Response(delivery_csv(report), media_type=CSV, headers=attachment(name))
         return Response(delivery_json(report), media_type=JSON)
+
+    @get(
+        "/demand",
+        operation_id="getDemandReport",
+        summary="Demand report: per partner and hour, requests, bids, wins, plays, spend",
+        description=DEMAND_DESCRIPTION,
+        responses={
+            200: ResponseSpec(
+                DemandEnvelope,
+                generate_examples=False,
+                description="The report (JSON, or CSV with format=csv).",
+            ),
+            **ERRORS,
+            422: error_spec("timezone is not an IANA time zone."),
+        },
+        operation_class=documented(required=("from", "to"), alternatives=CSV_ANSWER, headers=CSV_HEADERS),
+    )
+    async def demand(
+        self,
+        request: Request[Any, Any, Any],
+        from_: From = None,
+        to: To = None,
+        timezone: Timezone = None,
+        fmt: Format = None,
+    ) -> Response[bytes]:
+        query = q.parse_demand(start=from_, end=to, timezone=timezone, fmt=fmt)
+        report = await env_of(request).run_sync(lambda conn: demand_report(conn, query))
+        if query.fmt == "csv":
+            name = f"demand-{query.start}-{query.end}.csv"
+            return Response(demand_csv(report), media_type=CSV, headers=attachment(name))
+        return Response(demand_json(report), media_type=JSON)
 
     @get(
         "/playlog",

@@ -11,7 +11,7 @@ open-tier campaign the decision chose, competing with its CPM.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -35,13 +35,17 @@ DropReason = Literal[
     "blocked_domain",
     "no_creative",
     "not_vast",
+    "creative_pending",
+    "creative_rejected",
 ]
 """Why a response or a bid may not compete. For a whole response: `bad_json` (not a BidResponse), `too_large`
 (over MAX_RESPONSE_BYTES), `no_bid` (204, empty body, no seatbid or no bid in it). For one bid:
 `wrong_request_id` (its response answers another request), `wrong_currency` (response `cur`, USD when
 absent, is not the partner's), `wrong_imp`, `bad_price` (not in (0, MAX_CPM]), `unknown_deal`, `deal_buyer`
 (its seat is not among the deal's buyers), `below_floor` (the deal's floor for a deal bid), `blocked_domain`,
-`no_creative` (neither adm nor an http(s) nurl), `not_vast`, `too_large` (adm over MAX_ADM_BYTES)."""
+`no_creative` (neither adm nor an http(s) nurl), `not_vast`, `too_large` (adm over MAX_ADM_BYTES),
+`creative_pending` (its crid awaits the media owner's approval), `creative_rejected` (the media owner
+rejected it, or it cannot be held for approval: no crid)."""
 DROP_REASONS: tuple[DropReason, ...] = get_args(DropReason)
 
 MAX_RESPONSE_BYTES = 1024 * 1024
@@ -68,6 +72,8 @@ _LOSS: dict[DropReason, LossReason] = {
     "no_creative": LossReason.MISSING_MARKUP,
     "not_vast": LossReason.CREATIVE_FILTERED_INCORRECT_FORMAT,
     "too_large": LossReason.CREATIVE_FILTERED_GENERAL,
+    "creative_pending": LossReason.CREATIVE_FILTERED_PENDING,
+    "creative_rejected": LossReason.CREATIVE_FILTERED_DISAPPROVED,
 }
 """The loss code of a dropped bid; a drop of a whole response (bad_json, no_bid) has no bid to notify."""
 
@@ -222,6 +228,25 @@ def _blocked_domain(adomain: list[str] | None, blocked: frozenset[str]) -> str |
 def _domain(value: str) -> str:
     host = value.strip().lower().split("://", 1)[-1].split("/", 1)[0].rstrip(".")
     return host.removeprefix("www.")
+
+
+def only_playable(checked: Checked, held: Callable[[ValidBid], DropReason | None]) -> Checked:
+    """`checked` with the bids whose creative may not play (`held` names why: pending or rejected) moved to
+    its drops, with their loss codes: the media owner's approval comes before any price."""
+    kept: list[ValidBid] = []
+    drops = list(checked.drops)
+    for bid in checked.bids:
+        reason = held(bid)
+        if reason is None:
+            kept.append(bid)
+        else:
+            crid = bid.bid.crid
+            drops.append(
+                Drop(bid.partner, bid.request_id, reason, f"creative {crid!r}", bid.bid, _LOSS[reason])
+            )
+    if len(kept) == len(checked.bids):
+        return checked
+    return Checked(checked.asked, tuple(kept), tuple(drops))
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,6 +132,16 @@ def note_creative(
     return status
 
 
+def creative_statuses(conn: sa.Connection) -> dict[tuple[str, str], tuple[int, CreativeStatus]]:
+    """(partner name, crid) -> (id, status) of every creative, for the catalog the auction reads."""
+    rows = conn.execute(
+        sa.select(
+            demand_partners.c.name, demand_creatives.c.crid, demand_creatives.c.id, demand_creatives.c.status
+        ).join(demand_partners, demand_partners.c.id == demand_creatives.c.partner_id)
+    )
+    return {(name, crid): (ident, status) for name, crid, ident, status in rows}
+
+
 def list_creatives(
     conn: sa.Connection,
     status: CreativeStatus | None = None,

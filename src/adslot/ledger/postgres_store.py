@@ -56,6 +56,7 @@ from adslot.ledger.records import (
     EVENT_COLUMNS,
     FIRE_BITS,
     ISSUE_COLUMNS,
+    WIN_COLUMNS,
     AdRequest,
     AlreadyAnswered,
     Operation,
@@ -72,6 +73,7 @@ from adslot.ledger.store import (
     DUE_WHERE,
     FIRED_SET,
     INSERT_COLUMNS,
+    INSERT_WIN_COLUMNS,
     INVALID_COLUMNS,
     KEY_STATS_UPSERT_SET,
     PRUNE_ANSWERS,
@@ -111,6 +113,26 @@ INSERT = (
 )
 """Every admitted ad request of a batch in one statement: PostgreSQL plans and starts its executor once per
 batch, not once per row (as executemany's one INSERT per row did)."""
+_WIN_TYPES = {
+    **dict.fromkeys(WIN_COLUMNS, "text"),
+    "ad_request_id": "uuid",
+    "demand_creative_id": "int",
+    **dict.fromkeys(
+        ("bid_price_micros", "price_micros", "min_to_win_micros", "play_time", "created_at"), "bigint"
+    ),
+    "multiplier": "float8",
+}
+INSERT_WINS = (
+    f"INSERT INTO demand_wins ({INSERT_WIN_COLUMNS}) SELECT * FROM unnest("
+    + ", ".join(f"${i + 1}::{_WIN_TYPES[c]}[]" for i, c in enumerate(WIN_COLUMNS))
+    + ")"
+)
+BILLS_DUE = (
+    "UPDATE demand_wins SET bill_due_at = due.at FROM unnest($1::bigint[], $2::uuid[]) AS due(at, id) "
+    "WHERE demand_wins.ad_request_id = due.id AND demand_wins.bill_due_at IS NULL RETURNING 1"
+)
+"""store.BILL_DUE for a whole batch: the billing notices of the programmatic ad requests whose first
+impression it counts fall due in its own statement."""
 LOCK_STATE = (
     f"SELECT {', '.join(STATE_COLUMNS)} FROM ad_requests WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE"
 )
@@ -264,6 +286,8 @@ WRITES = {
     "stats": STATS,
     "key_stats": KEY_STATS,
     "answers": SAVE_ANSWERS,
+    "wins": INSERT_WINS,
+    "bills": BILLS_DUE,
 }
 """The writes of step 4 but the UPDATE (update_sql(), narrowed per batch) and the answers of step 6, by
 name, as parts of write_all()'s one statement."""
@@ -349,10 +373,17 @@ def _writes(
         update, arrays = update_arrays(changes, batch.current if expected else None)
         parts.append(("update", update))
         args += arrays
+    if batch.wins:
+        parts.append(("wins", INSERT_WINS))
+        args += _columns(batch.win_rows(), len(WIN_COLUMNS))
     invalid = batch.invalid_rows()
     if invalid:
         parts.append(("invalid", INSERT_INVALID))
         args += _columns(invalid, 5)
+    bills = batch.bills_due()
+    if bills:
+        parts.append(("bills", BILLS_DUE))
+        args += _columns(bills, 2)
     stats = batch.stats()
     if stats:
         parts.append(("stats", STATS))

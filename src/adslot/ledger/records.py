@@ -62,8 +62,9 @@ class AdRequest:
     play_time: int
     created_at: int
     expires_at: int
-    campaign_id: int
-    creative_id: int
+    campaign_id: int | None
+    """None for an ad request a demand partner won: its creative is the buyer's (demand_wins)."""
+    creative_id: int | None
     impression_at: int | None = None
     start_at: int | None = None
     first_quartile_at: int | None = None
@@ -95,6 +96,44 @@ class AdRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class Win:
+    """The winning bid of an ad request a demand partner won, stored (demand_wins) with its ad request, in
+    the same transaction: the inline VAST serves its markup, and its `burl` is called once the ad request's
+    impression is counted. Plain values, for the ledger carries it without knowing OpenRTB."""
+
+    ad_request_id: uuid.UUID
+    partner: str
+    demand_creative_id: int | None
+    crid: str | None
+    auction_id: str
+    bid_id: str | None
+    imp_id: str
+    seat: str | None
+    ad_id: str | None
+    deal_id: str | None
+    adomain: str | None
+    """JSON list of the advertiser's domains, as bid."""
+    bid_price_micros: int
+    price_micros: int
+    """The clearing CPM, in micros of `currency`."""
+    min_to_win_micros: int
+    currency: str
+    multiplier: float
+    """Impressions one play is worth, as the bid request's `imp.qty.multiplier` said (1 without one)."""
+    adm: str | None
+    """The buyer's VAST with its win macros substituted; None: `nurl` serves it."""
+    nurl: str | None
+    burl: str | None
+    """A template still: ${AUCTION_IMP_TS} is the play's time, known only when its impression counts."""
+    play_time: int
+    created_at: int
+
+
+WIN_COLUMNS = tuple(Win.__dataclass_fields__)
+"""demand_wins' columns an Issue writes, in Win's field order; the billing columns keep their defaults."""
+
+
+@dataclass(frozen=True, slots=True)
 class Issue:
     """Store `record` if its claims are admitted (all reserved at once), else refuse it and store nothing.
 
@@ -104,6 +143,8 @@ class Issue:
 
     record: AdRequest
     claims: Claims | None = None
+    win: Win | None = None
+    """The winning bid of a programmatic ad request, stored with it (None for a direct one)."""
 
 
 class Fire(NamedTuple):

@@ -76,6 +76,7 @@ def _row_after(state: Current, change: RowChange) -> _Row:
         state.fired | change.fired,
         state.network,
         state.duration,
+        state.programmatic,
     )
 
 
@@ -90,6 +91,7 @@ def issued(record: AdRequest, claims: str | None) -> Current:
         0,
         record.source_network or 0,
         record.duration_seconds,
+        record.campaign_id is None,
     )
 
 

@@ -70,6 +70,8 @@ class Current(NamedTuple):
     """Its ad request's network (ivt.network_key); 0: unknown."""
     duration: int | None = None
     """Its creative's duration in seconds; None: unknown."""
+    programmatic: bool = False
+    """A demand partner won it: its first counted impression makes its billing notice due."""
 
     @property
     def played(self) -> bool:

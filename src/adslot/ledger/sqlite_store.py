@@ -25,6 +25,7 @@ from adslot.ledger.records import (
     ANSWER_SLOTS,
     COLUMNS,
     ISSUE_COLUMNS,
+    WIN_COLUMNS,
     AdRequest,
     AlreadyAnswered,
     Operation,
@@ -35,11 +36,13 @@ from adslot.ledger.remembered import Remembered, issued
 from adslot.ledger.store import (
     ANSWER,
     ANSWER_COLUMNS,
+    BILL_DUE,
     COUNTER_COLUMNS,
     COUNTER_SET,
     DUE_WHERE,
     FIRED_SET,
     INSERT_COLUMNS,
+    INSERT_WIN_COLUMNS,
     INVALID_COLUMNS,
     KEY_STATS_UPSERT_SET,
     PRUNE_ANSWERS,
@@ -67,6 +70,8 @@ SELECT_IN = SELECT_ONE.replace("id = ", "id IN ({marks})")
 DATA_VERSION = "PRAGMA data_version"
 """Changes when another connection commits: read under the write lock, it says whether what this writer
 remembers (remembered.py) still holds."""
+INSERT_WINS = f"INSERT INTO demand_wins ({INSERT_WIN_COLUMNS}) VALUES ({', '.join('?' * len(WIN_COLUMNS))})"
+BILL_DUE_NOW = BILL_DUE.format(at="?", id="?")
 INSERT = f"INSERT INTO ad_requests ({INSERT_COLUMNS}) VALUES ({', '.join('?' * len(ISSUE_COLUMNS))})"
 UPDATE = (
     "UPDATE ad_requests SET "
@@ -199,6 +204,8 @@ def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> None:
         conn.executemany(WRITE_COUNTERS, [(*write, closes_at(write[0])) for write in writes])
     if batch.admitted:
         conn.executemany(INSERT, [(r.id.hex, *issue_values(r, c)[1:]) for r, c in batch.admitted])
+        if batch.wins:
+            conn.executemany(INSERT_WINS, [(row[0].hex, *row[1:]) for row in batch.win_rows()])
     changes = batch.row_changes()
     if changes:
         repeated: list[tuple[object, ...]] = []
@@ -226,6 +233,9 @@ def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> None:
         invalid = batch.invalid_rows()
         if invalid:
             conn.executemany(INSERT_INVALID, [(ident.hex, *rest) for ident, *rest in invalid])
+        bills = batch.bills_due()
+        if bills:
+            conn.executemany(BILL_DUE_NOW, [(at, ident.hex) for at, ident in bills])
     stats = batch.stats()
     for i in range(0, len(stats), CHUNK):
         rows = stats[i : i + CHUNK]

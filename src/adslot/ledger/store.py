@@ -40,6 +40,7 @@ from adslot.ledger.records import (
     COLUMNS,
     EVENT_COLUMNS,
     ISSUE_COLUMNS,
+    WIN_COLUMNS,
     AdRequest,
     Fire,
     Issue,
@@ -49,6 +50,7 @@ from adslot.ledger.records import (
     Release,
     Settle,
     Verdict,
+    Win,
 )
 from adslot.ledger.resolve import (
     NO_TIMES,
@@ -72,8 +74,14 @@ STATE_COLUMNS = (
     "fired",
     "source_network",
     "duration_seconds",
+    "campaign_id",
 )
 COUNTER_COLUMNS = ("key", "cap", "reserved", "delivered", "last_at")
+IMPRESSION_COLUMN = EVENT_COLUMNS["impression"]
+_WIN_FIELDS = operator.attrgetter(*WIN_COLUMNS)
+INSERT_WIN_COLUMNS = ", ".join(WIN_COLUMNS)
+BILL_DUE = "UPDATE demand_wins SET bill_due_at = {at} WHERE ad_request_id = {id} AND bill_due_at IS NULL"
+"""Set once: a later counted impression (a resent frame) never moves it, nor makes it due twice."""
 HOUR = 3600
 
 
@@ -138,11 +146,12 @@ def current_of(row: Sequence[object]) -> Current:
     )
 
 
-def _judged_by(rest: Sequence[object]) -> tuple[int, int | None]:
-    """(network, duration) from a row's last two state columns; (0, None) from a row without them."""
+def _judged_by(rest: Sequence[object]) -> tuple[int, int | None, bool]:
+    """(network, duration, programmatic) from a row's last three state columns; (0, None, False) from a row
+    without them."""
     if not rest:
-        return 0, None
-    return int(rest[0] or 0), rest[1]  # type: ignore[call-overload, return-value]
+        return 0, None, False
+    return int(rest[0] or 0), rest[1], rest[2] is None  # type: ignore[call-overload, return-value]
 
 
 def change_values(change: RowChange, *, settlement: bool = True) -> tuple[object, ...]:
@@ -238,6 +247,8 @@ class Batch:
     issue_verdicts: list[Verdict] = field(default_factory=list)
     admitted: list[tuple[AdRequest, str | None]] = field(default_factory=list)
     """Ad requests to insert, each with its claims column as admitted."""
+    wins: list[Win] = field(default_factory=list)
+    """The winning bids of the programmatic ones among them, to insert with them."""
     judge: Judge | None = None
     """The invalid-traffic rules its fires are judged by (None: none)."""
 
@@ -338,6 +349,8 @@ class Batch:
                     self.issue_verdicts.append(Verdict("rejected", reason=reason))
                     continue
             self.admitted.append((record, claims_json(claims) if claims else None))
+            if issue.win is not None:
+                self.wins.append(issue.win)
             self.issue_verdicts.append(Verdict("issued", record.expires_at))
 
     def counter_writes(self) -> list[tuple[str, int | None, int, int, int | None]]:
@@ -390,6 +403,21 @@ class Batch:
             for ident, change in self.changes.items()
             if change.flagged
             for flagged in change.flagged
+        ]
+
+    def win_rows(self) -> list[tuple[Any, ...]]:
+        """The demand_wins rows of the programmatic ad requests this batch admitted, WIN_COLUMNS each."""
+        return [_WIN_FIELDS(win) for win in self.wins]
+
+    def bills_due(self) -> list[tuple[int, uuid.UUID]]:
+        """(impression time, ad request) of each programmatic ad request whose first impression this batch
+        counts: its billing notice falls due in the same transaction, so it is owed exactly when the play is
+        counted. Empty, at no cost beyond a flag test, for direct ad requests."""
+        current = self.current
+        return [
+            (change.set_times[IMPRESSION_COLUMN], ident)
+            for ident, change in self.changes.items()
+            if IMPRESSION_COLUMN in change.set_times and current[ident].programmatic
         ]
 
     def row_changes(self) -> list[tuple[uuid.UUID, RowChange]]:

@@ -17,6 +17,10 @@ from adslot.reporting.invalid import INVALID_FIGURES
 from adslot.reporting.query import DeliveryQuery
 from adslot.reporting.schemas import DeliveryReport, DeliveryRow, Filters, InvalidCounts, Metrics
 
+PROGRAMMATIC = "programmatic"
+"""The campaign and creative of the row of programmatic ad requests (a demand partner won them: no
+campaign of this catalog, null in ad_requests) when grouped by campaign or creative."""
+PROGRAMMATIC_DIMENSIONS = frozenset({"campaign_id", "creative_id"})
 COLUMN_OF = {
     "campaign": "campaign_id",
     "creative": "creative_id",
@@ -39,6 +43,7 @@ COUNTS = (
     "expired",
     "released",
     *INVALID_FIGURES,
+    "programmatic_plays",
 )
 """The integer metrics SQL sums per group, under these names (a group may lack some: 0)."""
 METRIC_COLUMNS = tuple(field for field in Metrics.__struct_fields__)
@@ -83,6 +88,7 @@ class Tally:
     invalid_out_of_order: int = 0
     invalid_foreign_network: int = 0
     invalid_burst: int = 0
+    programmatic_plays: int = 0
 
     def add_delivery(self, group: Mapping[str, Any]) -> None:
         # PostgreSQL's SUM of integers is NUMERIC (a Decimal in Python): normalise every figure. The groups of
@@ -119,6 +125,8 @@ class Tally:
                 self.invalid_foreign_network,
                 self.invalid_burst,
             ),
+            "direct_plays": self.plays - self.programmatic_plays,
+            "programmatic_plays": self.programmatic_plays,
         }
 
 
@@ -175,6 +183,9 @@ class Folder:
 
     def dimensions(self, key: Key) -> dict[str, Any]:
         values = dict(zip(self.columns, key, strict=True))
+        for name in PROGRAMMATIC_DIMENSIONS.intersection(values):
+            if values[name] is None:
+                values[name] = PROGRAMMATIC
         if "hour" in values:
             values["hour"] = self.hour_labels[values["hour"]]
         return values

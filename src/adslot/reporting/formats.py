@@ -19,12 +19,16 @@ from typing import Any
 import msgspec
 
 from adslot.reporting.aggregate import METRIC_COLUMNS, dimension_columns
+from adslot.reporting.demand import demand_columns
 from adslot.reporting.invalid import INVALID_FIGURES
 from adslot.reporting.schemas import (
     PLAY_COLUMNS,
     DeliveryEnvelope,
     DeliveryReport,
     DeliveryRow,
+    DemandEnvelope,
+    DemandReport,
+    DemandRow,
     PlaylogEnvelope,
     PlaylogPage,
     PlayRow,
@@ -50,10 +54,15 @@ def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return out.getvalue()
 
 
+PLAY_SPLIT = ("direct_plays", "programmatic_plays")
+"""Last in the CSV, after the invalid_<rule> columns: the columns before them keep their places."""
+
+
 def delivery_columns(report: DeliveryReport) -> tuple[str, ...]:
-    """The dimensions, then the metrics, the `invalid` counts as an invalid_<rule> column each."""
-    metrics = [name for name in METRIC_COLUMNS if name != "invalid"]
-    return (*dimension_columns(report.group_by), *metrics, *INVALID_FIGURES)
+    """The dimensions, then the metrics, the `invalid` counts as an invalid_<rule> column each, then the
+    split of plays into direct and programmatic."""
+    metrics = [name for name in METRIC_COLUMNS if name != "invalid" and name not in PLAY_SPLIT]
+    return (*dimension_columns(report.group_by), *metrics, *INVALID_FIGURES, *PLAY_SPLIT)
 
 
 def _value(row: DeliveryRow, name: str) -> Any:
@@ -83,3 +92,20 @@ def playlog_csv_rows(rows: Iterable[PlayRow]) -> bytes:
 
 def playlog_json(page: PlaylogPage) -> bytes:
     return msgspec.json.encode(PlaylogEnvelope(200, page))
+
+
+def _demand_value(row: DemandRow, name: str) -> Any:
+    if name.startswith("drop_"):
+        return row.drops.get(name.removeprefix("drop_"), 0)
+    return getattr(row, name)
+
+
+def demand_csv(report: DemandReport) -> bytes:
+    """One line per partner and hour (no totals: the file sums like any table); errors by reason are in the
+    JSON only."""
+    columns = demand_columns()
+    return csv_text(columns, ([_demand_value(row, name) for name in columns] for row in report.rows)).encode()
+
+
+def demand_json(report: DemandReport) -> bytes:
+    return msgspec.json.encode(DemandEnvelope(200, report))

@@ -22,6 +22,7 @@ FORMATS = ("json", "csv")
 MAX_EPOCH = 253_402_214_399
 MAX_ID_LENGTH = 128
 DELIVERY_MAX_DAYS = 366
+DEMAND_MAX_DAYS = 366
 PLAYLOG_MAX_DAYS = 31
 PLAYLOG_DEFAULT_LIMIT = 10_000
 PLAYLOG_MAX_LIMIT = 100_000
@@ -188,6 +189,26 @@ def parse_delivery(
         screen_id=identifier(screen_id, "screen_id"),
         fmt=output_format(fmt),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class DemandQuery:
+    start: int
+    """The first UTC hour included is the first to start at or after it (UTC epoch seconds)."""
+    end: int
+    """Hours starting at or after it are excluded."""
+    timezone: str
+    zone: zoneinfo.ZoneInfo
+    fmt: str = "json"
+
+
+def parse_demand(
+    *, start: str | None, end: str | None, timezone: str | None = None, fmt: str | None = None
+) -> DemandQuery:
+    """The demand report's query: from, to, timezone and format, checked as the delivery report's are."""
+    first, last = time_range(start, end, DEMAND_MAX_DAYS)
+    name, zone = time_zone(timezone)
+    return DemandQuery(start=first, end=last, timezone=name, zone=zone, fmt=output_format(fmt))
 
 
 def cursor(value: str | None) -> Cursor | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import sqlalchemy as sa
@@ -92,11 +92,29 @@ def delivery_figures(now: int) -> list[sa.Label[Any]]:
     ]
 
 
+def programmatic_figures() -> list[sa.Label[Any]]:
+    """What the report sums per group of ad_requests besides delivery_figures: the plays of programmatic
+    ad requests (no campaign: a demand partner won them). Not rolled up as a column of its own: report_rollups
+    keeps programmatic ad requests under campaign PROGRAMMATIC, which rolled_groups counts them by."""
+    t = ad_requests.c
+    programmatic_play = sa.and_(t.campaign_id.is_(None), t.impression_at.is_not(None))
+    return [sa.func.count(sa.case((programmatic_play, 1))).label("programmatic_plays")]
+
+
+def _bare(column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+    return column.element if isinstance(column, sa.Label) else column
+
+
+def _keyed(columns: sa.ColumnCollection[str, sa.Column[Any]]) -> dict[str, sa.ColumnElement[Any]]:
+    """The table columns (TABLE_COLUMNS) a report groups and filters by."""
+    return {name: columns[name] for name in TABLE_COLUMNS}
+
+
 def _grouped(
     conn: sa.Connection,
     query: DeliveryQuery,
     found: list[Segment],
-    columns: sa.ColumnCollection[str, sa.Column[Any]],
+    columns: Mapping[str, sa.ColumnElement[Any]],
     at: sa.ColumnElement[int],
     figures: list[sa.Label[Any]],
     source: sa.FromClause | None = None,
@@ -117,15 +135,13 @@ def _grouped(
     statement = sa.select(*keys, *figures)
     if source is not None:
         statement = statement.select_from(source)
-    statement = statement.where(at >= query.start, at < query.end).group_by(
-        *(key.element if isinstance(key, sa.Label) else key for key in keys)
-    )
+    statement = statement.where(at >= query.start, at < query.end).group_by(*(_bare(key) for key in keys))
     if query.campaign_id is not None:
-        statement = statement.where(columns["campaign_id"] == query.campaign_id)
+        statement = statement.where(_bare(columns["campaign_id"]) == query.campaign_id)
     if query.venue_id is not None:
-        statement = statement.where(columns["venue_id"] == query.venue_id)
+        statement = statement.where(_bare(columns["venue_id"]) == query.venue_id)
     if query.screen_id is not None:
-        statement = statement.where(columns["screen_id"] == query.screen_id)
+        statement = statement.where(_bare(columns["screen_id"]) == query.screen_id)
     groups = []
     for row in _bounded(conn, statement):
         group = {str(name): value for name, value in row.items()}
@@ -142,7 +158,8 @@ def delivery_groups(
 ) -> list[dict[str, Any]]:
     """ad_requests grouped as the report asks (_grouped), by their play_time."""
     t = ad_requests.c
-    return _grouped(conn, query, found, t, t.play_time, delivery_figures(now))
+    figures = delivery_figures(now) + programmatic_figures()
+    return _grouped(conn, query, found, _keyed(t), t.play_time, figures)
 
 
 def invalid_groups(conn: sa.Connection, query: DeliveryQuery, found: list[Segment]) -> list[dict[str, Any]]:
@@ -150,20 +167,31 @@ def invalid_groups(conn: sa.Connection, query: DeliveryQuery, found: list[Segmen
     reporting/invalid.py) in the groups delivery_groups makes of their ad requests."""
     t = ad_requests.c
     source = invalid_fires.join(ad_requests, invalid_fires.c.ad_request_id == t.id)
-    return _grouped(conn, query, found, t, t.play_time, invalid_figures(), source)
+    return _grouped(conn, query, found, _keyed(t), t.play_time, invalid_figures(), source)
 
 
 ROLLUP_KEYS = frozenset({"bucket", *TABLE_COLUMNS})
+PROGRAMMATIC = 0
+"""report_rollups' campaign_id and creative_id of programmatic ad requests (null in ad_requests): a key
+column cannot be null, and no campaign or creative has id 0."""
 
 
 def rolled_groups(conn: sa.Connection, query: DeliveryQuery, found: list[Segment]) -> list[dict[str, Any]]:
     """report_rollups (ad requests past the retention, rolled up per 15-minute bucket) grouped as
     delivery_groups groups ad_requests, with each of its figure columns summed under its name (those of
-    delivery_figures, and invalid_<reason>). A bucket counts when it starts within [from, to): exact when
+    delivery_figures, and invalid_<reason>), and the plays of campaign PROGRAMMATIC as programmatic_plays,
+    whose campaign and creative are null again. A bucket counts when it starts within [from, to): exact when
     from and to are whole quarter hours, as every local hour and day is."""
     r = report_rollups.c
     figures = [sa.func.sum(c).label(c.name) for c in report_rollups.columns if c.name not in ROLLUP_KEYS]
-    return _grouped(conn, query, found, r, r.bucket, figures)
+    programmatic = r.campaign_id == _number(PROGRAMMATIC)
+    figures.append(
+        sa.func.sum(sa.case((programmatic, r.plays), else_=_number(0))).label("programmatic_plays")
+    )
+    columns = _keyed(r)
+    for name in ("campaign_id", "creative_id"):
+        columns[name] = sa.func.nullif(r[name], _number(PROGRAMMATIC)).label(name)
+    return _grouped(conn, query, found, columns, r.bucket, figures)
 
 
 def request_groups(conn: sa.Connection, query: DeliveryQuery, found: list[Segment]) -> list[dict[str, Any]]:

@@ -6,6 +6,8 @@ metrics; msgspec's UNSET leaves a field out of the encoded object.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 from msgspec import UNSET, UnsetType
 
@@ -53,11 +55,17 @@ class Metrics(msgspec.Struct, kw_only=True):
     """Ad requests the player gave back before play."""
     invalid: InvalidCounts
     """Fires the invalid-traffic rules flagged, per rule (CSV: an invalid_<rule> column each)."""
+    direct_plays: int
+    """Plays of the environment's own campaigns."""
+    programmatic_plays: int
+    """Plays of ad requests a demand partner won (no campaign): plays = direct_plays + programmatic_plays."""
 
 
 class DeliveryRow(Metrics, kw_only=True):
-    campaign_id: int | UnsetType = UNSET
-    creative_id: int | UnsetType = UNSET
+    campaign_id: int | Literal["programmatic"] | UnsetType = UNSET
+    """"programmatic" for the ad requests demand partners won (they have no campaign)."""
+    creative_id: int | Literal["programmatic"] | UnsetType = UNSET
+    """"programmatic" for the ad requests demand partners won (their creative is the partner's)."""
     venue_id: str | UnsetType = UNSET
     screen_id: str | UnsetType | None = UNSET
     """null for ad requests that named no screen."""
@@ -96,8 +104,9 @@ class PlayRow(msgspec.Struct):
     venue_id: str
     screen_id: str | None
     play_time: int
-    campaign_id: int
-    creative_id: int
+    campaign_id: int | None
+    """null for an ad request a demand partner won."""
+    creative_id: int | None
     impressions: float
     impression_at: int | None
     start_at: int | None
@@ -125,3 +134,72 @@ class PlaylogPage(msgspec.Struct, kw_only=True):
 class PlaylogEnvelope(msgspec.Struct):
     status: int
     data: PlaylogPage
+
+
+class DemandMetrics(msgspec.Struct, kw_only=True):
+    """What one demand partner was asked, answered and won in an hour (or the whole report, as its total)."""
+
+    requests: int
+    """Bid requests sent (skipped asks are not requests)."""
+    bids: int
+    """Answers with at least one bid that could compete."""
+    bid_rate: float | None
+    """bids / requests, rounded to 4 decimals; null when requests is 0."""
+    no_bids: int
+    """Answers without a bid (204, an empty body, no bid in it)."""
+    dropped: int
+    """Answers of which no bid could compete (garbage, too large, every bid dropped)."""
+    timeouts: int
+    errors: int
+    errors_by_reason: dict[str, int]
+    """errors per reason (connect, http_500, protocol, read...)."""
+    drops: dict[str, int]
+    """Bids (or whole answers) dropped, per reason, every reason listed (a no-bid is not a drop)."""
+    skipped_qps: int
+    """Asks skipped because the partner was at its max_qps."""
+    skipped_breaker: int
+    """Asks skipped because the partner's circuit breaker was open."""
+    lost: int
+    """Bids that competed and lost the auction."""
+    wins: int
+    """Ad requests the partner won."""
+    win_rate: float | None
+    """wins / bids, rounded to 4 decimals; null when bids is 0."""
+    plays: int
+    """Wins whose impression was counted (once retention deleted the ad request: whose billing came due)."""
+    spend: float | None
+    """Sum over plays of clearing CPM * impressions per play / 1000, in `currency`, rounded to 6 decimals;
+    null when the wins were in several currencies."""
+    avg_clearing_cpm: float | None
+    """The average clearing price (CPM) of the wins, rounded to 6 decimals; null without wins or when they
+    were in several currencies."""
+    currency: str | None
+    """The currency of the wins' prices; null without wins or when several."""
+    billed: int
+    """Wins whose billing notice (burl) was sent."""
+
+
+class DemandRow(DemandMetrics, kw_only=True):
+    partner: str
+    hour: str
+    """The hour's start in the report's time zone, ISO 8601 with its UTC offset."""
+
+
+class DemandTotal(DemandMetrics, kw_only=True):
+    partner: str
+
+
+class DemandReport(msgspec.Struct, kw_only=True):
+    from_: int = msgspec.field(name="from")
+    """The report covers the UTC hours starting within [from, to), UTC epoch seconds."""
+    to: int
+    timezone: str
+    rows: list[DemandRow]
+    """One per partner and hour with anything to count, by partner then hour."""
+    totals: list[DemandTotal]
+    """One per partner of the rows, by partner."""
+
+
+class DemandEnvelope(msgspec.Struct):
+    status: int
+    data: DemandReport

@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from adslot.reporting.invalid import INVALID_FIGURES, invalid_figures
-from adslot.reporting.repository import delivery_figures
+from adslot.reporting.repository import PROGRAMMATIC, delivery_figures
 from adslot.storage.database import read_transaction, write_transaction
 from adslot.storage.tables import ad_requests, invalid_fires, key_stats, report_rollups
 
@@ -82,11 +82,14 @@ def _pick(conn: sa.Connection, before: int, now: int, limit: int) -> list[Any]:
 
 
 def _dimensions() -> tuple[sa.ColumnElement[Any], ...]:
-    """An ad request's report_rollups key (KEYS): its bucket, campaign, creative, venue and screen."""
+    """An ad request's report_rollups key (KEYS): its bucket, campaign, creative, venue and screen. A
+    programmatic ad request (no campaign, no creative) is kept under campaign and creative PROGRAMMATIC."""
     t = ad_requests.c
     bucket = t.play_time - t.play_time % _literal(BUCKET_SECONDS)
     screen = sa.func.coalesce(t.screen_id, sa.literal_column("''"))
-    return (bucket, t.campaign_id, t.creative_id, t.venue_id, screen)
+    campaign = sa.func.coalesce(t.campaign_id, _literal(PROGRAMMATIC))
+    creative = sa.func.coalesce(t.creative_id, _literal(PROGRAMMATIC))
+    return (bucket, campaign, creative, t.venue_id, screen)
 
 
 def rolled_rows(conn: sa.Connection, ids: Sequence[Any], now: int) -> list[dict[str, Any]]:

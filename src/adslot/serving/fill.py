@@ -4,6 +4,12 @@ The decision reads this worker's cached view of caps, pacing, frequency and sepa
 authority and admits or rejects the reservation under its write lock. A rejection (another worker took the
 last unit, or the cache was stale) refreshes the cache and the slot goes to the next best campaign. The HTTP
 handler and the simulator share this code, so the simulator measures the engine that serves.
+
+Demand partners (demand/) compete only for what the open tier may sell: a sponsorship, or a campaign that
+reserves (caps, pacing, frequency, separation: its delivery is promised), keeps the slot without an auction.
+Otherwise, when an active partner may bid on the venue, the partners are asked once, and the best bid wins
+if it beats the direct open-tier campaign's CPM (a standard campaign without one defends the slot at 0; a
+house campaign does not defend it). With no partner for the venue, none of this costs anything.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from adslot.catalog import Catalog
 from adslot.decision.choose import Choice, choose
 from adslot.decision.model import LiveCampaign, VenueProfile
 from adslot.decision.slot import Slot, make_slot
+from adslot.demand.exchange import Exchange, Sale, opportunity_for
+from adslot.demand.partners import Partner
 from adslot.ledger.budget import DeliveryCache
 from adslot.ledger.claims import Claims, impressions_for, plan_claims
 from adslot.ledger.group_commit import GroupCommitter
@@ -38,6 +46,20 @@ class SlotRequest:
     """The network it came from (ledger/ivt.network_key), its fires judged against it; None: unknown."""
 
 
+def open_to_bids(choice: Choice | None, claims: Claims | None) -> bool:
+    """Whether demand partners may compete for a slot the decision gave to `choice` (None: no campaign)."""
+    if choice is None:
+        return True
+    return choice.campaign.tier != "sponsorship" and not claims
+
+
+def direct_price(choice: Choice | None) -> int | None:
+    """The CPM (micros) a bid must beat to take the slot from the direct campaign; None: any valid bid."""
+    if choice is None or choice.campaign.tier == "house":
+        return None
+    return choice.campaign.cpm_micros or 0
+
+
 def slot_for(catalog: Catalog, request: SlotRequest) -> Slot:
     """A registered venue's profile, or a bare one (the sandbox fills any venue id)."""
     venue = catalog.venues.get(request.venue_id) or VenueProfile(request.venue_id)
@@ -55,8 +77,10 @@ async def fill_slot(
     now: int,
     play_window_seconds: int,
     new_id: Callable[[], uuid.UUID],
-) -> tuple[AdRequest, Choice] | None:
-    """Issue the slot's ad request durably, or count a no-fill durably and return None."""
+    exchange: Exchange | None = None,
+) -> tuple[AdRequest, Choice | None] | None:
+    """Issue the slot's ad request durably, or count a no-fill durably and return None. The choice is None
+    when a demand partner's bid won the slot."""
     slot = slot_for(catalog, request)
     impressions = impressions_for(slot.venue, slot.hour_of_week)
     planned: dict[int, Claims] = {}
@@ -74,6 +98,7 @@ async def fill_slot(
         return not claims_of(campaign)
 
     excluded: set[int] = set()
+    bidders = exchange.bidders(catalog.partners, request.venue_id) if exchange and catalog.partners else None
     for attempt in range(MAX_TRIES + 1):
         # After MAX_TRIES refusals (concurrent requests racing for the last units of the same goals), only
         # campaigns without caps, pacing, frequency or separation are asked: the ledger cannot refuse those,
@@ -82,6 +107,24 @@ async def fill_slot(
         choice = choose(
             catalog.index, slot, rng, accept=unlimited if last else accept, exclude=frozenset(excluded)
         )
+        if bidders and open_to_bids(choice, claims_of(choice.campaign) if choice else None):
+            assert exchange is not None
+            sold = await _sell(
+                exchange,
+                bidders,
+                catalog,
+                slot,
+                request,
+                choice,
+                impressions,
+                now=now,
+                play_window_seconds=play_window_seconds,
+                new_id=new_id,
+                writer=writer,
+            )
+            bidders = None  # one auction per slot: a lost reservation race does not ask the partners again
+            if sold is not None:
+                return sold, None
         if choice is None:
             break
         claims = claims_of(choice.campaign)
@@ -108,3 +151,66 @@ async def fill_slot(
         excluded.add(choice.campaign.id)
     await writer.submit(NoFill(request.venue_id, request.screen_id, request.play_time, request.key_id))
     return None
+
+
+async def _sell(
+    exchange: Exchange,
+    bidders: list[Partner],
+    catalog: Catalog,
+    slot: Slot,
+    request: SlotRequest,
+    choice: Choice | None,
+    impressions: float,
+    *,
+    now: int,
+    play_window_seconds: int,
+    new_id: Callable[[], uuid.UUID],
+    writer: GroupCommitter[Operation, Verdict],
+) -> AdRequest | None:
+    """Auction the slot; when a bid wins, store its ad request with the win and return it. Notices go out
+    once the outcome is stored (or known lost to the direct campaign)."""
+    ident = new_id()
+    expires_at = request.play_time + play_window_seconds
+    opportunity = opportunity_for(
+        slot,
+        registered=request.venue_id in catalog.venues,
+        ad_request_id=ident,
+        impressions=impressions,
+        expires_at=expires_at,
+    )
+    sale = await exchange.auction(
+        bidders,
+        opportunity,
+        ad_request_id=ident,
+        creatives=catalog.demand_creatives,
+        direct_cpm_micros=direct_price(choice),
+        now=now,
+    )
+    if sale.win is None:
+        exchange.settle(sale, sold=False)
+        return None
+    record = _programmatic_record(ident, request, sale, impressions, now=now, expires_at=expires_at)
+    verdict = await writer.submit(Issue(record, None, sale.win))
+    sold = verdict.outcome == "issued"
+    exchange.settle(sale, sold=sold)
+    return record if sold else None
+
+
+def _programmatic_record(
+    ident: uuid.UUID, request: SlotRequest, sale: Sale, impressions: float, *, now: int, expires_at: int
+) -> AdRequest:
+    return AdRequest(
+        id=ident,
+        account_id=request.account_id,
+        venue_id=request.venue_id,
+        screen_id=request.screen_id,
+        play_time=request.play_time,
+        created_at=now,
+        expires_at=expires_at,
+        campaign_id=None,
+        creative_id=None,
+        impressions=impressions,
+        key_id=request.key_id,
+        source_network=request.source_network,
+        duration_seconds=sale.duration_seconds,
+    )

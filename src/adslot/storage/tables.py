@@ -145,8 +145,9 @@ ad_requests = sa.Table(
     sa.Column("play_time", sa.BigInteger, nullable=False),
     sa.Column("created_at", sa.BigInteger, nullable=False),
     sa.Column("expires_at", sa.BigInteger, nullable=False),
-    sa.Column("campaign_id", sa.Integer, nullable=False),
-    sa.Column("creative_id", sa.Integer, nullable=False),
+    # Null for an ad request a demand partner won (its win is in demand_wins): no campaign of this catalog.
+    sa.Column("campaign_id", sa.Integer, nullable=True),
+    sa.Column("creative_id", sa.Integer, nullable=True),
     sa.Column("impression_at", sa.BigInteger, nullable=True),
     sa.Column("start_at", sa.BigInteger, nullable=True),
     sa.Column("first_quartile_at", sa.BigInteger, nullable=True),
@@ -365,4 +366,59 @@ demand_creatives = sa.Table(
     sa.Column("decided_at", sa.BigInteger, nullable=True),
     sa.Column("decided_by", sa.String(128), nullable=True),  # the audit log's actor
     sa.UniqueConstraint("partner_id", "crid"),
+)
+
+# The winning bid of each ad request a demand partner won (adslot.demand), written in the same transaction as
+# the ad request. It holds what the inline VAST serves (the buyer's markup, its win macros substituted) and
+# the billing notice's outbox: `bill_due_at` is set in the transaction that counts the ad request's first
+# impression, and the sender (demand/billing.py) calls `burl` once and sets `billed_at`. No foreign key to
+# the partner: its wins stay in the reports after it is removed (they name it by `partner`).
+demand_wins = sa.Table(
+    "demand_wins",
+    metadata,
+    sa.Column("ad_request_id", sa.Uuid, primary_key=True),
+    sa.Column("partner", sa.String(64), nullable=False),
+    sa.Column("demand_creative_id", sa.Integer, nullable=True),  # demand_creatives.id
+    sa.Column("crid", sa.String(256), nullable=True),
+    sa.Column("auction_id", sa.String(64), nullable=False),  # the bid request's id: ${AUCTION_ID}
+    sa.Column("bid_id", sa.String(256), nullable=True),  # BidResponse.bidid: ${AUCTION_BID_ID}
+    sa.Column("imp_id", sa.String(64), nullable=False),
+    sa.Column("seat", sa.String(256), nullable=True),
+    sa.Column("ad_id", sa.String(256), nullable=True),
+    sa.Column("deal_id", sa.String(256), nullable=True),
+    sa.Column("adomain", sa.Text, nullable=True),  # JSON list, as bid
+    sa.Column("bid_price_micros", sa.BigInteger, nullable=False),
+    sa.Column("price_micros", sa.BigInteger, nullable=False),  # the clearing CPM: ${AUCTION_PRICE}
+    sa.Column("min_to_win_micros", sa.BigInteger, nullable=False),
+    sa.Column("currency", sa.String(3), nullable=False),
+    sa.Column("multiplier", sa.Float, nullable=False),  # impressions one play is worth, as sent (qty)
+    sa.Column("adm", sa.Text, nullable=True),  # the VAST markup, win macros substituted; null: nurl serves it
+    sa.Column("nurl", sa.Text, nullable=True),  # win macros substituted
+    sa.Column("burl", sa.Text, nullable=True),  # a template: ${AUCTION_IMP_TS} is known only at the play
+    sa.Column("play_time", sa.BigInteger, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("bill_due_at", sa.BigInteger, nullable=True),  # when its impression was counted
+    sa.Column("billed_at", sa.BigInteger, nullable=True),
+    sa.Column("bill_attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("bill_claimed_until", sa.BigInteger, nullable=True),  # a sender holds it until then
+    sa.Column("bill_error", sa.String(256), nullable=True),
+    sa.Index("ix_demand_wins_partner_play_time", "partner", "play_time"),
+    sa.Index(
+        "ix_demand_wins_bill_due",
+        "bill_due_at",
+        sqlite_where=sa.text("billed_at IS NULL AND bill_due_at IS NOT NULL"),
+        postgresql_where=sa.text("billed_at IS NULL AND bill_due_at IS NOT NULL"),
+    ),
+)
+
+# What each demand partner was asked and answered, per UTC hour of the slots' play time: one row per partner,
+# hour and metric (requests, bids, no_bids, timeouts, errors, dropped, skipped_qps, skipped_breaker,
+# "drop:<reason>", "error:<reason>"), added to by each worker's flush (adslot.demand.stats).
+demand_stats = sa.Table(
+    "demand_stats",
+    metadata,
+    sa.Column("partner", sa.String(64), primary_key=True),
+    sa.Column("hour", sa.BigInteger, primary_key=True),
+    sa.Column("metric", sa.String(64), primary_key=True),
+    sa.Column("count", sa.BigInteger, nullable=False),
 )

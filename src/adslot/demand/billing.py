@@ -1,0 +1,219 @@
+"""The billing notices (`burl`) of played programmatic ad requests: an outbox in demand_wins, sent once.
+
+A buyer pays for what its `burl` reports, so it is called only for a play adslot counted: the ledger sets
+`bill_due_at` in the very transaction that counts the ad request's first impression (never for one that
+expired or was released, whose impression does not count). Each worker then claims due notices in small
+batches, calls each `burl` and marks it billed:
+
+- a claim is a write (`bill_claimed_until`), taken with FOR UPDATE SKIP LOCKED on PostgreSQL and under
+  SQLite's one write lock, so two workers or nodes never hold the same notice;
+- a notice whose sender died (a SIGKILL) is claimed again once its claim lapses; one whose call failed is
+  retried with a growing pause, up to MAX_ATTEMPTS;
+- a notice is marked billed only after its `burl` answered 2xx; the one way it reaches a buyer twice is a
+  sender killed between that answer and the mark, which the buyer's own dedupe on `${AUCTION_ID}` covers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import anyio.to_thread
+import httpx
+import sqlalchemy as sa
+
+from adslot.demand.macros import MacroValues, substitute
+from adslot.demand.notices import get_ok, http_client
+from adslot.storage.database import read_transaction, write_transaction
+from adslot.storage.tables import demand_wins
+from adslot.tasks import stop_tasks
+
+log = logging.getLogger(__name__)
+
+CLAIM_BATCH = 100
+CLAIM_SECONDS = 30
+"""How long a claimed notice is held: far longer than a call (NOTICE_TIMEOUT_S) takes."""
+MAX_ATTEMPTS = 12
+"""Then the notice is left unbilled with its last error, for the media owner to settle with the buyer."""
+MAX_PAUSE_SECONDS = 3600
+
+
+@dataclass(frozen=True, slots=True)
+class Due:
+    """A billing notice to send: the stored win's values for its macros."""
+
+    ad_request_id: uuid.UUID
+    burl: str | None
+    auction_id: str
+    bid_id: str | None
+    imp_id: str
+    seat: str | None
+    ad_id: str | None
+    price_micros: int
+    bid_price_micros: int
+    min_to_win_micros: int
+    currency: str
+    multiplier: float
+    played_at: int
+    attempts: int
+
+
+_DUE_COLUMNS = (
+    demand_wins.c.ad_request_id,
+    demand_wins.c.burl,
+    demand_wins.c.auction_id,
+    demand_wins.c.bid_id,
+    demand_wins.c.imp_id,
+    demand_wins.c.seat,
+    demand_wins.c.ad_id,
+    demand_wins.c.price_micros,
+    demand_wins.c.bid_price_micros,
+    demand_wins.c.min_to_win_micros,
+    demand_wins.c.currency,
+    demand_wins.c.multiplier,
+    demand_wins.c.bill_due_at,
+    demand_wins.c.bill_attempts,
+)
+
+
+def _open(now: int) -> sa.ColumnElement[bool]:
+    """Due, unbilled, unclaimed (or its claim lapsed), not given up: the partial index ix_demand_wins_bill_due
+    holds exactly the due, unbilled ones."""
+    return sa.and_(
+        demand_wins.c.billed_at.is_(None),
+        demand_wins.c.bill_due_at.is_not(None),
+        sa.or_(demand_wins.c.bill_claimed_until.is_(None), demand_wins.c.bill_claimed_until < now),
+        demand_wins.c.bill_attempts < MAX_ATTEMPTS,
+    )
+
+
+def any_due(conn: sa.Connection, now: int) -> bool:
+    return conn.execute(sa.select(sa.literal(1)).where(_open(now)).limit(1)).first() is not None
+
+
+def claim_due(conn: sa.Connection, now: int, limit: int = CLAIM_BATCH) -> list[Due]:
+    """Claim up to `limit` open notices, oldest play first; call inside a write transaction."""
+    pick = (
+        sa.select(demand_wins.c.ad_request_id)
+        .where(_open(now))
+        .order_by(demand_wins.c.bill_due_at)
+        .limit(limit)
+    )
+    if conn.dialect.name == "postgresql":
+        pick = pick.with_for_update(skip_locked=True)
+    ids = [row[0] for row in conn.execute(pick)]
+    if not ids:
+        return []
+    conn.execute(
+        sa.update(demand_wins)
+        .where(demand_wins.c.ad_request_id.in_(ids))
+        .values(bill_claimed_until=now + CLAIM_SECONDS, bill_attempts=demand_wins.c.bill_attempts + 1)
+    )
+    rows = conn.execute(sa.select(*_DUE_COLUMNS).where(demand_wins.c.ad_request_id.in_(ids)))
+    return [Due(*tuple(row)) for row in rows]
+
+
+def bill_values(due: Due) -> MacroValues:
+    """The macros of a billing notice: the win's, with the play's time and the impressions it was worth."""
+    return MacroValues(
+        auction_id=due.auction_id,
+        bid_id=due.bid_id,
+        imp_id=due.imp_id,
+        seat_id=due.seat,
+        ad_id=due.ad_id,
+        price_micros=due.price_micros,
+        currency=due.currency,
+        mbr=due.price_micros / due.bid_price_micros if due.bid_price_micros else None,
+        loss=0,
+        min_to_win_micros=due.min_to_win_micros,
+        multiplier=due.multiplier,
+        imp_ts_ms=due.played_at * 1000,
+        discount_pct=0.0,
+        discount_cpm_micros=0,
+    )
+
+
+def mark(conn: sa.Connection, outcomes: Sequence[tuple[uuid.UUID, str | None, int]], now: int) -> None:
+    """(ad request, failure or None, attempts so far) of each call: billed, or released for a retry later."""
+    for ident, failure, attempts in outcomes:
+        if failure is None:
+            values: dict[str, object] = {"billed_at": now, "bill_error": None, "bill_claimed_until": None}
+        else:
+            pause = min(MAX_PAUSE_SECONDS, 2**attempts)
+            values = {"bill_error": failure[:256], "bill_claimed_until": now + pause}
+        conn.execute(sa.update(demand_wins).where(demand_wins.c.ad_request_id == ident).values(**values))
+
+
+class BillingSender:
+    """One per worker and environment: looks for due notices every `interval` seconds and sends them."""
+
+    def __init__(self, engine: sa.Engine, interval: float, *, name: str = "billing") -> None:
+        self._engine = engine
+        self._interval = interval
+        self._name = name
+        self._task: asyncio.Task[None] | None = None
+        self._client: httpx.AsyncClient | None = None
+        self.sent = 0
+        self.failed = 0
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=self._name)
+
+    async def stop(self) -> None:
+        await stop_tasks(self._task)
+        self._task = None
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                while await self.send_due():
+                    pass
+            except Exception as exc:  # a database hiccup: the notices stay due, tried at the next pass
+                log.warning("billing notices not sent: %s", exc)
+            await asyncio.sleep(self._interval)
+
+    async def send_due(self) -> int:
+        """Claim and send one batch of due notices; how many were claimed."""
+        now = int(time.time())
+        claimed = await anyio.to_thread.run_sync(self._claim, now)
+        if not claimed:
+            return 0
+        if self._client is None:
+            self._client = http_client()
+        client = self._client
+
+        async def send(due: Due) -> tuple[uuid.UUID, str | None, int]:
+            if not due.burl:  # nothing to call: billed as it is counted
+                return due.ad_request_id, None, due.attempts + 1
+            return (
+                due.ad_request_id,
+                await get_ok(client, substitute(due.burl, bill_values(due))),
+                due.attempts + 1,
+            )
+
+        outcomes = await asyncio.gather(*(send(due) for due in claimed))
+        for _, failure, _ in outcomes:
+            if failure is None:
+                self.sent += 1
+            else:
+                self.failed += 1
+        await anyio.to_thread.run_sync(self._mark, outcomes, int(time.time()))
+        return len(claimed)
+
+    def _claim(self, now: int) -> list[Due]:
+        with read_transaction(self._engine) as conn:
+            if not any_due(conn, now):  # a read, most passes: no write lock taken for nothing
+                return []
+        with write_transaction(self._engine) as conn:
+            return claim_due(conn, now)
+
+    def _mark(self, outcomes: Sequence[tuple[uuid.UUID, str | None, int]], now: int) -> None:
+        with write_transaction(self._engine) as conn:
+            mark(conn, outcomes, now)
