@@ -276,3 +276,42 @@ def test_a_released_ad_is_never_billed_even_if_its_impression_fires_after(
     win = win_row(exchange, ident)
     assert win is not None and win["bill_due_at"] is None and win["billed_at"] is None
     assert not log_of(bidder, "bill", win["auction_id"])
+
+
+def test_a_new_creative_waits_for_approval_plays_once_approved_and_never_once_rejected(
+    exchange: LiveServer, bidder: httpx.Client
+) -> None:
+    manage(exchange, "/api/v1/venues", {"venue_id": "gallery", "name": "gallery"})
+    manage(
+        exchange,
+        "/api/v1/demand/partners",
+        {
+            "name": "careful",
+            "endpoint": f"{bidder.base_url}/openrtb2/auction",
+            "timeout_ms": 500,
+            "venues": ["gallery"],
+        },
+    )
+    admin = {"Ssp-Key": exchange.keys.production_admin}
+
+    def queue() -> list[dict[str, Any]]:
+        answer = httpx.get(
+            f"{exchange.url}/api/v1/demand/creatives", params={"partner": "careful"}, headers=admin
+        )
+        return list(answer.json())
+
+    seen = len(bidder.get("/log").json())
+    assert ad_request(exchange, "gallery").status_code == 204  # held for approval: no direct campaign either
+    assert eventually(lambda: [c["status"] for c in queue()] == ["pending"])
+    losses = [e for e in bidder.get("/log").json()[seen:] if e["kind"] == "loss"]
+    assert [e["query"]["reason"] for e in losses] == ["201"]
+    (creative,) = queue()
+    approved = httpx.post(f"{exchange.url}/api/v1/demand/creatives/{creative['id']}/approve", headers=admin)
+    assert approved.status_code == 200, approved.text
+    answer = ad_request(exchange, "gallery")
+    assert answer.status_code == 200
+    win = win_row(exchange, answer.json()["data"]["ad_request_uuid"])
+    assert win is not None and win["demand_creative_id"] == creative["id"]
+    rejected = httpx.post(f"{exchange.url}/api/v1/demand/creatives/{creative['id']}/reject", headers=admin)
+    assert rejected.status_code == 200, rejected.text
+    assert ad_request(exchange, "gallery").status_code == 204

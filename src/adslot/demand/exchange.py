@@ -23,7 +23,7 @@ from adslot.decision.slot import Slot
 from adslot.demand.auction import AuctionResult, DropReason, ValidBid, only_playable, run_auction
 from adslot.demand.bid_request import DEFAULT_MIME_TYPES, MULTIPLIER_DECIMALS, Audience, Opportunity
 from adslot.demand.caller import AskResult, PartnerCaller, eligible
-from adslot.demand.creatives import CreativeStatus
+from adslot.demand.creatives import CreativeStatus, reviewable
 from adslot.demand.creatives_repository import note_creative
 from adslot.demand.macros import MacroValues, drop_values, loss_values, substitute, win_values
 from adslot.demand.notices import Notices
@@ -144,8 +144,8 @@ class Exchange:
 
         def held(bid: ValidBid) -> DropReason | None:
             crid = bid.bid.crid
-            if not crid:
-                return "creative_rejected"
+            if not crid or not reviewable(crid, bid.bid.adm, bid.bid.nurl):
+                return "creative_rejected"  # it could never be approved, so it never plays
             known = creatives.get((bid.partner, crid))
             if known is not None:
                 return _STATUS_HOLD[known[1]]
