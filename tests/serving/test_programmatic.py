@@ -315,3 +315,18 @@ def test_a_new_creative_waits_for_approval_plays_once_approved_and_never_once_re
     rejected = httpx.post(f"{exchange.url}/api/v1/demand/creatives/{creative['id']}/reject", headers=admin)
     assert rejected.status_code == 200, rejected.text
     assert ad_request(exchange, "gallery").status_code == 204
+
+
+def test_metrics_count_each_partners_outcomes_and_show_its_breaker(exchange: LiveServer) -> None:
+    ad_request(exchange, "venue-empty")
+    text = httpx.get(f"{exchange.url}/metrics").text
+    bids = [
+        line
+        for line in text.splitlines()
+        if line.startswith("adslot_demand_requests_total{")
+        and f'partner="{PARTNER}"' in line
+        and 'outcome="bid"' in line
+        and 'environment="production"' in line
+    ]
+    assert len(bids) == 1 and float(bids[0].rsplit(" ", 1)[1]) >= 1
+    assert f'adslot_demand_breaker_open{{environment="production",partner="{PARTNER}"}} 0.0' in text

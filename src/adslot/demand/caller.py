@@ -334,6 +334,21 @@ class PartnerCaller:
         breaker = self._breakers.get(name)
         return breaker.state(self._clock()) if breaker is not None else "closed"
 
+    def outcome_counts(self) -> dict[str, tuple[dict[str, int], bool]]:
+        """Per partner: how often each outcome came, and whether its breaker is not closed (for /metrics)."""
+        counts: dict[str, tuple[dict[str, int], bool]] = {}
+        for name, tally in self._tallies.items():
+            outcomes = {
+                "bid": tally.bids,
+                "no_bid": tally.no_bids,
+                "dropped": tally.dropped,
+                "timeout": tally.timeouts,
+                "error": tally.errors,
+                **tally.skipped,
+            }
+            counts[name] = (outcomes, self.state(name) != "closed")
+        return counts
+
     def tallies(self) -> dict[str, PartnerTally]:
         """A copy of every partner's tally, with its breaker state now, by partner name."""
         return {name: tally.snapshot(self.state(name)) for name, tally in sorted(self._tallies.items())}

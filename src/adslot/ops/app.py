@@ -81,6 +81,7 @@ class OpsApp:
         for env in self._environments.values():
             catalog = env.catalog
             metrics.set_gauges(env.name, env.writer.depth(), 0 if catalog is None else catalog.version)
+            metrics.set_demand(env.name, env.exchange.caller.outcome_counts())
         metrics.flush()
 
     async def _flush_every_second(self) -> None:

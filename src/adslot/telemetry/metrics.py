@@ -95,6 +95,28 @@ CATALOG_VERSION = Gauge(
     multiprocess_mode="livemin",
     registry=REGISTRY,
 )
+DEMAND_OUTCOMES = (
+    "bid",
+    "no_bid",
+    "dropped",
+    "timeout",
+    "error",
+    "skipped_qps",
+    "skipped_breaker",
+)
+DEMAND_REQUESTS = Counter(
+    "adslot_demand_requests",
+    "Demand partners considered for a slot, by partner and outcome (skipped ones were not asked).",
+    ["environment", "partner", "outcome"],
+    registry=REGISTRY,
+)
+DEMAND_BREAKER = Gauge(
+    "adslot_demand_breaker_open",
+    "1 while a partner's circuit breaker is open or half open (in any live worker), else 0.",
+    ["environment", "partner"],
+    multiprocess_mode="livemax",
+    registry=REGISTRY,
+)
 
 
 class _Answer(Protocol):
@@ -232,6 +254,10 @@ _meters: dict[str, Meters] = {}
 _flushed_pops: dict[tuple[str, str, str], int] = {}
 _gauges: dict[str, tuple[int, int]] = {}
 """Per environment: (queue depth, catalog version), as last sampled (ops/app.py)."""
+_demand: dict[str, dict[str, tuple[dict[str, int], bool]]] = {}
+"""Per environment and partner: (outcome counts since the process started, breaker not closed), as last
+sampled (ops/app.py, from the exchange's caller)."""
+_flushed_demand: dict[tuple[str, str, str], int] = {}
 _flush_lock = threading.Lock()
 
 
@@ -253,6 +279,11 @@ def count_pop(environment: str, event: str, result: str) -> None:
 def set_gauges(environment: str, queue_depth: int, catalog_version: int) -> None:
     """Sample the ledger's queue depth and the catalog version, published at the next flush."""
     _gauges[environment] = (queue_depth, catalog_version)
+
+
+def set_demand(environment: str, partners: dict[str, tuple[dict[str, int], bool]]) -> None:
+    """Sample each demand partner's outcome counts and breaker, published at the next flush."""
+    _demand[environment] = partners
 
 
 def flush() -> None:
@@ -279,6 +310,15 @@ def flush() -> None:
         for name, (depth, version) in _gauges.items():
             QUEUE_DEPTH.labels(name).set(depth)
             CATALOG_VERSION.labels(name).set(version)
+        for name, partners in _demand.items():
+            for partner, (counts, tripped) in partners.items():
+                DEMAND_BREAKER.labels(name, partner).set(1 if tripped else 0)
+                for outcome, count in counts.items():
+                    key = (name, partner, outcome)
+                    delta = count - _flushed_demand.get(key, 0)
+                    if delta:
+                        DEMAND_REQUESTS.labels(name, partner, outcome).inc(delta)
+                        _flushed_demand[key] = count
 
 
 def render() -> bytes:
