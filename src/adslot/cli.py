@@ -503,9 +503,11 @@ def demand() -> None:
     environment (no bid request is sent to them yet)."""
 
 
-def _venue_ids(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
-    """--venues lobby,hall as a list; not given: None (every venue on add, unchanged on update)."""
-    return None if value is None else [venue_id.strip() for venue_id in value.split(",")]
+def _comma_list(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
+    """--venues lobby,hall as a list; not given: None (the default on add, unchanged on update); "": []."""
+    if value is None:
+        return None
+    return [item.strip() for item in value.split(",")] if value.strip() else []
 
 
 PARTNER_OPTIONS = _options(
@@ -516,9 +518,16 @@ PARTNER_OPTIONS = _options(
     click.option("--max-qps", type=int, help="Bid requests per second at most (default: no limit)."),
     click.option(
         "--venues",
-        callback=_venue_ids,
+        callback=_comma_list,
         metavar="ID,ID...",
         help="The only venues the partner may bid on (default: every venue).",
+    ),
+    _json_option("--deals", '[{"id": "deal-1", "floor_cpm": 5, "at": 1, "buyer_seats": ["seat-9"]}]'),
+    click.option(
+        "--blocked-domains",
+        callback=_comma_list,
+        metavar="DOMAIN,DOMAIN...",
+        help="Advertiser domains whose bids are dropped (sent as badv).",
     ),
 )
 """The partner members add and update share (add requires --endpoint)."""

@@ -50,6 +50,8 @@ def test_a_partner_is_created_read_changed_paused_resumed_and_removed(
         "auto_approve": False,
         "status": "active",
         "created_at": 0,
+        "deals": [],
+        "blocked_domains": [],
     }
     assert http.get(f"{url}/life", headers=admin(live)).json() == partner
     assert partner in http.get(url, headers=admin(live)).json()

@@ -65,6 +65,8 @@ def test_a_partner_is_added_listed_paused_resumed_and_removed(run: Run) -> None:
         "auto_approve": True,
         "status": "active",
         "created_at": 0,
+        "deals": [],
+        "blocked_domains": [],
     }
     defaults = add(run, "dsp-two")
     assert (defaults["timeout_ms"], defaults["floor_cpm"], defaults["currency"]) == (150, 0.0, "USD")
@@ -92,7 +94,8 @@ def test_update_changes_only_the_options_given_and_clear_gives_every_venue_back(
 
 def test_the_sandbox_and_production_keep_separate_partners(run: Run) -> None:
     add(run, "sandbox-dsp", env="sandbox")
-    assert [p["name"] for p in json.loads(run("demand", "list", "--env", "sandbox"))] == ["sandbox-dsp"]
+    sandbox = [p["name"] for p in json.loads(run("demand", "list", "--env", "sandbox"))]
+    assert sandbox == ["demo-bidder", "sandbox-dsp"]  # the sandbox seeds its own demo partner
     assert json.loads(run("demand", "list", "--env", "production")) == []
     assert "partner_not_found" in run("demand", "pause", "--env", "production", "sandbox-dsp", ok=False)
 
@@ -158,3 +161,20 @@ def test_every_change_is_in_the_audit_log_with_the_shell_user(run: Run) -> None:
     assert all(e.actor.startswith("cli:") for e in logged)
     assert logged[0].after is None and logged[2].before is None
     assert [(c.field, c.after) for c in logged[1].changes()] == [("status", '"paused"')]
+
+
+def test_deals_and_blocked_domains_are_stored_checked_and_replaced_whole(run: Run) -> None:
+    deals = '[{"id": "deal-1", "floor_cpm": 5, "at": 3, "buyer_seats": ["seat-9"]}, {"id": "deal-2"}]'
+    made = add(run, "pmp", "--deals", deals, "--blocked-domains", "Casino.example,bad.example.")
+    assert made["deals"] == [
+        {"id": "deal-1", "floor_cpm": 5.0, "at": 3, "buyer_seats": ["seat-9"]},
+        {"id": "deal-2", "floor_cpm": 0.0, "at": None, "buyer_seats": None},
+    ]
+    assert made["blocked_domains"] == ["bad.example", "casino.example"]
+    twice = run("demand", "update", "pmp", "--deals", '[{"id": "d"}, {"id": "d"}]', ok=False)
+    assert "invalid_field" in twice and "deals[1].id" in twice
+    cleared = json.loads(run("demand", "update", "pmp", "--deals", "[]", "--blocked-domains", "x.example"))
+    assert cleared["deals"] == [] and cleared["blocked_domains"] == ["x.example"]
+    assert json.loads(run("demand", "update", "pmp", "--blocked-domains", ""))["blocked_domains"] == []
+    bad = run("demand", "update", "pmp", "--blocked-domains", "not a domain", ok=False)
+    assert "invalid_field" in bad and "blocked_domains[0]" in bad

@@ -70,6 +70,8 @@ def test_a_new_partner_gets_the_defaults_and_reads_back_as_stored(conn: sa.Conne
         "auto_approve": False,
         "status": "active",
         "created_at": 0,
+        "deals": [],
+        "blocked_domains": [],
     }
     assert get_partner(conn, "dsp-one") == made and list_partners(conn) == [made]
 

@@ -14,6 +14,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
+from adslot.demand.bidder import ADVERTISER_DOMAIN
 from adslot.storage.database import make_engine
 from adslot.storage.tables import demand_wins
 from tests.conftest import PROD_VENUE, LiveServer, drop_schemas, eventually, play_time, start_server
@@ -330,3 +331,27 @@ def test_metrics_count_each_partners_outcomes_and_show_its_breaker(exchange: Liv
     ]
     assert len(bids) == 1 and float(bids[0].rsplit(" ", 1)[1]) >= 1
     assert f'adslot_demand_breaker_open{{environment="production",partner="{PARTNER}"}} 0.0' in text
+
+
+def test_a_partner_blocking_the_bidders_advertiser_gets_no_fill_and_a_loss_notice_205(
+    exchange: LiveServer, bidder: httpx.Client
+) -> None:
+    manage(exchange, "/api/v1/venues", {"venue_id": "clean", "name": "clean"})
+    manage(
+        exchange,
+        "/api/v1/demand/partners",
+        {
+            "name": "picky",
+            "endpoint": f"{bidder.base_url}/openrtb2/auction",
+            "timeout_ms": 500,
+            "venues": ["clean"],
+            "auto_approve": True,
+            "blocked_domains": [ADVERTISER_DOMAIN.upper()],
+        },
+    )
+    seen = len(bidder.get("/log").json())
+    assert ad_request(exchange, "clean").status_code == 204
+    assert len([e for e in bidder.get("/log").json()[seen:] if e["kind"] == "request"]) == 1
+    assert eventually(lambda: any(e["kind"] == "loss" for e in bidder.get("/log").json()[seen:]))
+    (loss,) = [e for e in bidder.get("/log").json()[seen:] if e["kind"] == "loss"]
+    assert loss["query"]["reason"] == "205"

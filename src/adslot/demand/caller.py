@@ -34,7 +34,7 @@ from adslot.demand.breaker import (
     CircuitBreaker,
 )
 from adslot.demand.partners import Partner
-from adslot.demand.terms import PartnerTerms, to_micros
+from adslot.demand.terms import Deal, PartnerTerms, to_micros
 from adslot.limits.bucket import TokenBucket
 
 Outcome = Literal["bid", "no_bid", "dropped", "timeout", "error", "skipped_qps", "skipped_breaker"]
@@ -113,13 +113,18 @@ class PartnerTally:
 
 
 def terms_of(partner: Partner) -> PartnerTerms:
-    """The terms a stored partner is asked under (deals and blocked domains are not stored yet)."""
+    """The terms a stored partner is asked under: its floor, auction, timeout, deals and blocked domains."""
     return PartnerTerms(
         partner.name,
         floor_cpm_micros=to_micros(partner.floor_cpm),
         currency=partner.currency,
         auction=partner.auction,
         tmax_ms=partner.timeout_ms,
+        deals=tuple(
+            Deal(deal.id, to_micros(deal.floor_cpm), frozenset(deal.buyer_seats or ()), deal.at)
+            for deal in partner.deals
+        ),
+        blocked_domains=frozenset(partner.blocked_domains),
     )
 
 

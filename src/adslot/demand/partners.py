@@ -43,6 +43,33 @@ PartnerStatus = Literal["active", "paused"]
 PartnerVenues = Annotated[list[Id], msgspec.Meta(min_length=1, max_length=10_000)]
 """The only venues the partner may bid on; null (never an empty list) means every venue."""
 
+DealId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+Seat = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+Domain = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1, max_length=253, pattern=r"^(?!-)[A-Za-z0-9-]{1,63}(\.(?!-)[A-Za-z0-9-]{1,63})*\.?$"
+    ),
+]
+"""An advertiser's domain as bids name it (`adomain`), e.g. `brand.example`; its subdomains are included."""
+
+
+class DealIn(msgspec.Struct, forbid_unknown_fields=True):
+    """A private-marketplace deal offered to the partner in every bid request (`imp.pmp`), open to other
+    bids as well (`private_auction` 0)."""
+
+    id: DealId
+    floor_cpm: FloorCpm = 0
+    """The deal's own floor, in the partner's currency: a bid for the deal below it is dropped."""
+    at: Literal[1, 2, 3] | None = None
+    """1 first price, 2 second price, 3 the floor is the fixed price; null: the partner's auction."""
+    buyer_seats: Annotated[list[Seat], msgspec.Meta(max_length=100)] | None = None
+    """The seats allowed to bid on it (`wseat`); null: every seat of the partner."""
+
+
+Deals = Annotated[list[DealIn], msgspec.Meta(max_length=100)]
+BlockedDomains = Annotated[list[Domain], msgspec.Meta(max_length=1000)]
+
 DEFAULT_TIMEOUT_MS = 150
 DEFAULT_CURRENCY = "USD"
 
@@ -72,6 +99,9 @@ class PartnerIn(msgspec.Struct, forbid_unknown_fields=True):
     venues: PartnerVenues | None = None
     auto_approve: bool = False
     """Play the partner's new creatives without waiting for the media owner's approval."""
+    deals: Deals = []
+    blocked_domains: BlockedDomains = []
+    """Advertiser domains whose bids are dropped (and sent as `badv`)."""
     status: PartnerStatus = "active"
     """A paused partner is kept, with its settings, but asked for nothing."""
 
@@ -87,6 +117,10 @@ class PartnerPatch(msgspec.Struct, forbid_unknown_fields=True):
     max_qps: MaxQps | UnsetType | None = UNSET
     venues: PartnerVenues | UnsetType | None = UNSET
     auto_approve: bool | UnsetType = UNSET
+    deals: Deals | UnsetType = UNSET
+    """Replaces the list whole ([] for none)."""
+    blocked_domains: BlockedDomains | UnsetType = UNSET
+    """Replaces the list whole ([] for none)."""
     status: PartnerStatus | UnsetType = UNSET
 
 
@@ -104,6 +138,9 @@ class Partner(msgspec.Struct):
     auto_approve: bool
     status: PartnerStatus
     created_at: int
+    deals: list[DealIn] = []
+    blocked_domains: list[str] = []
+    """Lower case, each once, sorted."""
 
 
 def checked_endpoint(url: str, field: str = "endpoint") -> str:

@@ -17,6 +17,7 @@ from msgspec import UNSET
 
 from adslot.campaigns.rules import amount, micros
 from adslot.demand.partners import (
+    DealIn,
     Partner,
     PartnerIn,
     PartnerPatch,
@@ -29,6 +30,8 @@ from adslot.storage.database import conflict_as
 from adslot.storage.tables import demand_creatives, demand_partners, venues
 
 _VENUES = msgspec.json.Decoder(list[str] | None)
+_DEALS = msgspec.json.Decoder(list[DealIn])
+_DOMAINS = msgspec.json.Decoder(list[str])
 
 
 def _not_found(name: str) -> ApiError:
@@ -59,7 +62,23 @@ def _stored(conn: sa.Connection, given: dict[str, Any]) -> dict[str, Any]:
         values["floor_cpm_micros"] = micros(values.pop("floor_cpm"), "floor_cpm")
     if "venues" in values:
         values["venues"] = _venue_list(conn, values["venues"])
+    if "deals" in values:
+        values["deals"] = _deal_list(values["deals"])
+    if "blocked_domains" in values:
+        domains = sorted({domain.lower().rstrip(".") for domain in values["blocked_domains"]})
+        values["blocked_domains"] = msgspec.json.encode(domains).decode() if domains else None
     return values
+
+
+def _deal_list(deals: list[DealIn]) -> str | None:
+    """The deals as stored (JSON), each id once and each floor in whole micros; none is null."""
+    seen: set[str] = set()
+    for index, deal in enumerate(deals):
+        if deal.id in seen:
+            raise ApiError(400, "invalid_field", f"deal {deal.id!r} is given twice", f"deals[{index}].id")
+        seen.add(deal.id)
+        micros(deal.floor_cpm, f"deals[{index}].floor_cpm")
+    return msgspec.json.encode(deals).decode() if deals else None
 
 
 def _partner(row: Mapping[Any, Any]) -> Partner:
@@ -76,6 +95,8 @@ def _partner(row: Mapping[Any, Any]) -> Partner:
         auto_approve=bool(row["auto_approve"]),
         status=row["status"],
         created_at=row["created_at"],
+        deals=_DEALS.decode(row["deals"]) if row["deals"] else [],
+        blocked_domains=_DOMAINS.decode(row["blocked_domains"]) if row["blocked_domains"] else [],
     )
 
 

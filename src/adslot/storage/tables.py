@@ -347,6 +347,8 @@ demand_partners = sa.Table(
     sa.Column("auto_approve", sa.Boolean, nullable=False),
     sa.Column("status", sa.String(16), nullable=False),  # "active" or "paused"
     sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("deals", sa.Text, nullable=True),  # JSON list of DealIn; null: none
+    sa.Column("blocked_domains", sa.Text, nullable=True),  # JSON list of lower-case domains; null: none
 )
 
 # Creatives (OpenRTB `crid`) demand partners have bid, each held for the media owner's approval the first time

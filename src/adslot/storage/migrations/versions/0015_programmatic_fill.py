@@ -1,4 +1,4 @@
-"""programmatic fill: ad requests a demand partner won, their billing outbox, and the partners' tallies
+"""programmatic fill: ad requests a demand partner won, their billing outbox, the partners' tallies, deals
 
 Revision ID: 0015
 Revises: 0014
@@ -19,6 +19,9 @@ DUE = "billed_at IS NULL AND bill_due_at IS NOT NULL"
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("demand_partners") as batch:
+        batch.add_column(sa.Column("deals", sa.Text(), nullable=True))
+        batch.add_column(sa.Column("blocked_domains", sa.Text(), nullable=True))
     with op.batch_alter_table("ad_requests") as batch:
         batch.alter_column("campaign_id", existing_type=sa.Integer(), nullable=True)
         batch.alter_column("creative_id", existing_type=sa.Integer(), nullable=True)
@@ -80,3 +83,6 @@ def downgrade() -> None:
     with op.batch_alter_table("ad_requests") as batch:
         batch.alter_column("creative_id", existing_type=sa.Integer(), nullable=False)
         batch.alter_column("campaign_id", existing_type=sa.Integer(), nullable=False)
+    with op.batch_alter_table("demand_partners") as batch:
+        batch.drop_column("blocked_domains")
+        batch.drop_column("deals")
