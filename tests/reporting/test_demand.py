@@ -459,3 +459,23 @@ def test_the_cli_refuses_bad_options_with_the_apis_error_code_and_field(
 ) -> None:
     invoke, _ = cli
     assert message in invoke(*args, ok=False)
+
+
+def test_retention_drops_a_rolled_up_wins_markup_and_leaves_the_demand_report_identical(
+    demand_db: sa.Engine,
+) -> None:
+    from tests.retention.support import CUTOFF, roll_all
+
+    old_request, old_win = win("dsp-a", CUTOFF - 7200, 3.0, 2.0, billed=True)
+    new_request, new_win = win("dsp-a", CUTOFF + 7200, 4.0)
+    old_request["settled_at"] = old_request["expires_at"]
+    old_request["settle_reason"] = "played"
+    store_wins(
+        demand_db, (old_request, old_win | {"adm": "<VAST/>"}), (new_request, new_win | {"adm": "<VAST/>"})
+    )
+    before = data(demand_db, CUTOFF - 86400, CUTOFF + 86400)
+    assert roll_all(demand_db) == 1
+    assert data(demand_db, CUTOFF - 86400, CUTOFF + 86400) == before
+    with demand_db.connect() as conn:
+        markup = dict(conn.execute(sa.select(demand_wins.c.ad_request_id, demand_wins.c.adm)).all())
+    assert markup == {old_request["id"]: None, new_request["id"]: "<VAST/>"}

@@ -26,7 +26,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from adslot.reporting.invalid import INVALID_FIGURES, invalid_figures
 from adslot.reporting.repository import PROGRAMMATIC, delivery_figures
 from adslot.storage.database import read_transaction, write_transaction
-from adslot.storage.tables import ad_requests, invalid_fires, key_stats, report_rollups
+from adslot.storage.tables import ad_requests, demand_wins, invalid_fires, key_stats, report_rollups
 
 BUCKET_SECONDS = 900
 DAY = 86_400
@@ -140,6 +140,10 @@ def roll_batch(engine: sa.Engine, before: int, now: int, limit: int) -> Batch:
             return Batch(0)
         _add(conn, rolled_rows(conn, ids, now))
         conn.execute(sa.delete(invalid_fires).where(invalid_fires.c.ad_request_id.in_(ids)))
+        # A win's figures stay for the demand report; its markup (up to 256 KiB) served its play and goes.
+        conn.execute(
+            sa.update(demand_wins).where(demand_wins.c.ad_request_id.in_(ids)).values(adm=None, nurl=None)
+        )
         deleted = conn.execute(sa.delete(ad_requests).where(ad_requests.c.id.in_(ids))).rowcount
         if deleted != len(ids):  # never expected: rolled back rather than counted twice
             raise RuntimeError(f"rollup deleted {deleted} of the {len(ids)} ad requests it summed")
