@@ -17,14 +17,17 @@ from adslot.demand.auction import (
     Checked,
     DropReason,
     check_response,
-    is_vast,
+    only_playable,
     run_auction,
 )
 from adslot.demand.openrtb import LossReason
 from adslot.demand.terms import Deal, PartnerTerms
 from tests.demand.openrtb_schema import schema_errors
 
-VAST = '<?xml version="1.0" encoding="UTF-8"?><VAST version="2.0"><Ad id="a"></Ad></VAST>'
+VAST = (
+    '<?xml version="1.0" encoding="UTF-8"?><VAST version="2.0"><Ad id="a"><InLine><AdSystem>dsp</AdSystem>'
+    "<AdTitle>spot</AdTitle><Impression/><Creatives/></InLine></Ad></VAST>"
+)
 DEALS = (
     Deal("gold", floor_cpm_micros=6_000_000, buyer_seats=frozenset({"seat-ok"})),
     Deal("open-deal", floor_cpm_micros=1_000_000),
@@ -308,8 +311,24 @@ def test_a_bid_that_may_not_compete_is_dropped_with_its_reason_and_loss_code(cas
     assert (result.drops[0].bid is None) == (loss is None)
 
 
+APPROVAL_REASONS = {"creative_pending", "creative_rejected"}
+"""Drops of the creative approval check (only_playable), which the exchange runs on checked answers."""
+
+
 def test_every_drop_reason_is_proven_by_a_case() -> None:
-    assert {case[2] for case in DROP_CASES.values()} == set(DROP_REASONS)
+    assert {case[2] for case in DROP_CASES.values()} | APPROVAL_REASONS == set(DROP_REASONS)
+
+
+def test_bids_whose_creative_may_not_play_are_moved_to_the_drops_with_their_loss_codes() -> None:
+    answer = checked(body(bid(3.0, "ok"), bid(4.0, "new"), bid(5.0, "banned")))
+    held = {"new": "creative_pending", "banned": "creative_rejected"}
+    result = only_playable(answer, lambda valid: held.get(valid.bid.id))  # type: ignore[arg-type, return-value]
+    assert [b.bid.id for b in result.bids] == ["ok"]
+    assert [(d.bid.id if d.bid else None, d.reason, d.loss) for d in result.drops] == [
+        ("new", "creative_pending", Loss.CREATIVE_FILTERED_PENDING),
+        ("banned", "creative_rejected", Loss.CREATIVE_FILTERED_DISAPPROVED),
+    ]
+    assert only_playable(answer, lambda valid: None) is answer
 
 
 def test_each_bid_of_a_response_is_judged_on_its_own() -> None:
@@ -336,7 +355,7 @@ def test_a_response_without_cur_is_in_us_dollars() -> None:
 
 
 def test_markup_at_the_size_limit_is_accepted() -> None:
-    adm = "<VAST>" + " " * (MAX_ADM_BYTES - len("<VAST></VAST>")) + "</VAST>"
+    adm = VAST.replace("</VAST>", " " * (MAX_ADM_BYTES - len(VAST.encode())) + "</VAST>")
     assert len(adm.encode()) == MAX_ADM_BYTES
     assert len(checked(body(bid(3.0, adm=adm))).bids) == 1
 
@@ -344,16 +363,24 @@ def test_markup_at_the_size_limit_is_accepted() -> None:
 @pytest.mark.parametrize(
     ("markup", "vast"),
     [
-        ('<VAST version="2.0"></VAST>', True),
-        ('\ufeff \n<?xml version="1.0"?>\n<VAST version="4.0"></VAST>', True),
-        ('<?xml version="1.0"?><!-- ad --><VAST version="3.0"/>', True),
+        (VAST, True),
+        ("\ufeff \n" + VAST.replace("<Ad ", "<!-- ad --><Ad "), True),
+        (VAST.replace("InLine", "Wrapper"), True),
+        ('<VAST version="2.0"></VAST>', False),
+        ('<VAST version="2.0"/>', False),
+        ('<VAST version="2.0"><Ad id="a"></Ad></VAST>', False),
+        (VAST[:-20], False),
+        ("<VASTly/>", False),
         ("<html><VAST></VAST></html>", False),
         ('<?xml version="1.0"?><vmap/>', False),
         ("https://cdn.example/ad.mp4", False),
     ],
 )
-def test_markup_is_vast_only_when_it_is_a_vast_document(markup: str, vast: bool) -> None:
-    assert is_vast(markup) is vast
+def test_only_markup_adslot_can_serve_as_a_vast_ad_competes(markup: str, vast: bool) -> None:
+    result = checked(body(bid(3.0, adm=markup)))
+    assert len(result.bids) == (1 if vast else 0)
+    if not vast:
+        assert [drop.reason for drop in result.drops] == ["not_vast"]
 
 
 @pytest.mark.parametrize(

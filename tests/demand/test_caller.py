@@ -20,8 +20,8 @@ from adslot.demand.bid_request import Opportunity
 from adslot.demand.breaker import CircuitBreaker
 from adslot.demand.caller import AskResult, PartnerCaller, PartnerOutcome
 from adslot.demand.partners import Partner
+from tests.demand.test_auction import VAST
 
-VAST = '<?xml version="1.0" encoding="UTF-8"?><VAST version="2.0"><Ad id="a"></Ad></VAST>'
 SLACK_S = 0.050
 """What the issue allows over tmax."""
 NOW = 1_800_000_000

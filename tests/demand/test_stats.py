@@ -21,9 +21,9 @@ from adslot.demand.stats import DemandStats, hour_of
 from adslot.demand.terms import PartnerTerms
 from adslot.storage.tables import demand_stats
 from tests.conftest import BACKENDS, migrated_engine
+from tests.demand.test_auction import VAST
 from tests.reporting.support import utc
 
-VAST = '<?xml version="1.0" encoding="UTF-8"?><VAST version="2.0"><Ad id="a"></Ad></VAST>'
 HOUR = utc("2026-03-01T10:00")
 PLAY = HOUR + 1799  # within the hour
 

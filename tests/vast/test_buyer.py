@@ -116,3 +116,27 @@ def test_a_bid_served_by_its_nurl_is_a_wrapper_to_it_with_adslots_pixels(
     assert not schema_errors(vast_schema, served)
     assert "<VASTAdTagURI><![CDATA[https://buyer.test/vast?id=1&p=2]]></VASTAdTagURI>" in served
     assert served.count(OURS) == 1
+
+
+@pytest.mark.parametrize(
+    "empty", ["<TrackingEvents/>", "<TrackingEvents />", "<TrackingEvents></TrackingEvents>"]
+)
+def test_an_empty_tracking_events_gets_adslots_quartiles_inside_it_once(
+    empty: str, vast_schema: xmlschema.XMLSchema
+) -> None:
+    original = re.sub(
+        r"<TrackingEvents>.*</TrackingEvents>", empty, build_vast("http://b.test", 640, 360, 10)
+    )
+    served = merged(original)
+    assert not schema_errors(vast_schema, served)
+    assert served.count("<TrackingEvents") == 1
+    inside = served[served.index("<TrackingEvents") : served.index("</TrackingEvents>")]
+    assert inside.count("<Tracking event=") == 5
+
+
+def test_blank_lines_before_the_declaration_are_tolerated_and_not_served(
+    vast_schema: xmlschema.XMLSchema,
+) -> None:
+    served = merged("\ufeff\n  " + build_vast("http://b.test", 640, 360, 10))
+    assert served.startswith("<?xml")
+    assert not schema_errors(vast_schema, served)

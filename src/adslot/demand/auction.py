@@ -20,6 +20,7 @@ import msgspec
 from adslot.demand.bid_request import IMP_ID
 from adslot.demand.openrtb import Bid, BidResponse, LossReason
 from adslot.demand.terms import AUCTION_CODES, Deal, PartnerTerms, to_cpm, to_micros
+from adslot.vast.buyer import NotVast, check_vast
 
 DropReason = Literal[
     "bad_json",
@@ -200,18 +201,14 @@ def _creative_fault(bid: Bid) -> tuple[DropReason, str] | None:
         size = len(bid.adm.encode())
         if size > MAX_ADM_BYTES:
             return "too_large", f"adm of {size} bytes exceeds {MAX_ADM_BYTES}"
-        if not is_vast(bid.adm):
-            return "not_vast", "adm is not a VAST document"
+        try:
+            check_vast(bid.adm)
+        except NotVast as error:
+            return "not_vast", f"adm is not a VAST ad adslot can serve: {error}"
         return None
     if bid.nurl and bid.nurl.lower().startswith(("https://", "http://")):
         return None
     return "no_creative", "neither adm nor an http(s) nurl"
-
-
-def is_vast(markup: str) -> bool:
-    """A VAST document, with or without an XML declaration before it; HTML or an image URL is not."""
-    start = markup.lstrip("\ufeff \t\r\n")
-    return start.startswith("<VAST") or (start.startswith("<?xml") and "<VAST" in start)
 
 
 def _blocked_domain(adomain: list[str] | None, blocked: frozenset[str]) -> str | None:

@@ -23,6 +23,11 @@ from adslot.vast.wrapper import XML_DECLARATION, ad_system, tracking_events
 from adslot.vast.xml import attr, cdata
 
 
+_LEADING = "\ufeff \t\r\n"
+"""A byte-order mark or blank lines a bidder's template left before the XML declaration: tolerated, and not
+served (a declaration anywhere but first makes the document malformed for a player's parser)."""
+
+
 class NotVast(ValueError):
     """The stored markup is not a VAST document adslot can add its pixels to."""
 
@@ -32,14 +37,15 @@ _FIRST_IMPRESSION = re.compile(r"<Impression[\s>/]")
 _CREATIVES = re.compile(r"<Creatives[\s>/]")
 _LINEAR = re.compile(r"<Linear(\s[^>]*)?>")
 _AFTER_DURATION = re.compile(r"</Duration\s*>")
-_TRACKING_EVENTS = re.compile(r"<TrackingEvents(\s[^>]*)?>")
+_TRACKING_EVENTS = re.compile(r"<TrackingEvents(\s[^>]*)?/?>")
 _NEXT_LINEAR_PART = re.compile(r"<(AdParameters|VideoClicks|MediaFiles)[\s>/]|</Linear\s*>")
 
 
-def _checked(markup: str) -> None:
-    """One VAST document whose first Ad is an InLine or a Wrapper, each Linear closed: else NotVast."""
+def check_vast(markup: str) -> None:
+    """One well-formed VAST document whose first Ad is an InLine or a Wrapper: else NotVast, saying why. The
+    auction drops a bid whose markup fails this (`not_vast`), so a bid that wins can always be served."""
     try:
-        root = ET.fromstring(markup.encode())
+        root = ET.fromstring(markup.lstrip(_LEADING).encode())
     except ET.ParseError as error:
         raise NotVast(f"not well-formed XML: {error}") from error
     if root.tag != "VAST":
@@ -62,7 +68,8 @@ def with_adslot_pixels(markup: str, *, base_url: str, ad_request_uuid: str) -> s
     The Impression goes before the buyer's first one (the schema's sequence puts every Impression there),
     or before Creatives when it has none; the Tracking elements open each Linear's TrackingEvents, which is
     added after Duration (an InLine) or first (a Wrapper) when the Linear has none."""
-    _checked(markup)
+    check_vast(markup)
+    markup = markup.lstrip(_LEADING)
     impression, tracking = _pixels(base_url, ad_request_uuid)
     layer = _AD_LAYER.search(markup)
     if layer is None:
@@ -85,15 +92,21 @@ def _with_tracking(markup: str, tracking: str, start: int) -> str:
         end = _NEXT_LINEAR_PART.search(markup, linear.end())
         limit = end.start() if end is not None else len(markup)
         events = _TRACKING_EVENTS.search(markup, linear.end(), limit)
-        if events is not None:
-            at, insert = events.end(), tracking
-        else:
+        if events is None:
             duration = _AFTER_DURATION.search(markup, linear.end(), limit)
-            at = duration.end() if duration is not None else linear.end()
+            at = after = duration.end() if duration is not None else linear.end()
             insert = f"<TrackingEvents>{tracking}</TrackingEvents>"
+        elif events.group(0).endswith("/>"):
+            # An empty <TrackingEvents/>: replaced by one holding adslot's (inserted after it, they would be
+            # Tracking elements loose in the Linear, which players ignore).
+            at, after = events.start(), events.end()
+            insert = f"{events.group(0)[:-2].rstrip()}>{tracking}</TrackingEvents>"
+        else:
+            at = after = events.end()
+            insert = tracking
         pieces.append(markup[position:at])
         pieces.append(insert)
-        position = at
+        position = after
     pieces.append(markup[position:])
     return "".join(pieces)
 
