@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from litestar import Litestar
 from litestar.exceptions import HTTPException
 
-from adslot.console.pages import admin, campaigns, insight, overview, reports, signing, venues
+from adslot.console.pages import admin, campaigns, demand, insight, overview, reports, signing, venues
 from adslot.console.web import (
     Console,
     after_request,
@@ -27,6 +27,7 @@ ROUTES = [
     *campaigns.ROUTES,
     *reports.ROUTES,
     *insight.ROUTES,
+    *demand.ROUTES,
     *admin.ROUTES,
 ]
 

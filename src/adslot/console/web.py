@@ -57,6 +57,7 @@ NAV = (
     ("Campaigns", "campaigns"),
     ("Reports", "reports"),
     ("Play log", "play-log"),
+    ("Demand", "demand"),
     ("Keys", "keys"),
     ("Health", "health"),
     ("Forecast", "forecast"),

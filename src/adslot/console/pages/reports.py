@@ -33,7 +33,7 @@ def _day_epoch(value: str | None, name: str, default: int) -> str:
         raise ApiError(400, "invalid_field", "a date such as 2026-12-04", name) from None
 
 
-def _dates(params: Any, now: int) -> tuple[str, str, dict[str, str]]:
+def report_dates(params: Any, now: int) -> tuple[str, str, dict[str, str]]:
     today = now - now % DAY
     start = _day_epoch(params.get("from"), "from", today - 6 * DAY)
     end_day = _day_epoch(params.get("to"), "to", today)
@@ -51,7 +51,7 @@ def _delivery_query(request: Request[Any, Any, Any], now: int) -> tuple[q.Delive
     form: dict[str, Any] = {f"by_{d}": True for d in group_by}
     for name in ("campaign_id", "venue_id", "screen_id", "timezone"):
         form[name] = params.get(name) or ""
-    start, end, shown = _dates(params, now)
+    start, end, shown = report_dates(params, now)
     form |= shown
     query = q.parse_delivery(
         start=start,
@@ -129,7 +129,7 @@ def _playlog_query(
     request: Request[Any, Any, Any], now: int, fmt: str | None = None
 ) -> tuple[q.PlaylogQuery, dict[str, Any]]:
     params = request.query_params
-    start, end, shown = _dates(params, now)
+    start, end, shown = report_dates(params, now)
     form = {"venue_id": params.get("venue_id") or "", "screen_id": params.get("screen_id") or ""} | shown
     query = q.parse_playlog(
         venue_id=form["venue_id"] or None,
@@ -157,7 +157,7 @@ async def play_log(request: Request[Any, Any, Any], env_name: EnvName) -> Respon
         except ApiError as exc:
             error = exc
     else:
-        form |= _dates({}, now)[2]
+        form |= report_dates({}, now)[2]
     venues = sorted(env.catalog.venues) if env.catalog else []
     return render(
         request,
