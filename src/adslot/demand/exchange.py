@@ -20,13 +20,14 @@ import msgspec
 import sqlalchemy as sa
 
 from adslot.decision.slot import Slot
-from adslot.demand.auction import AuctionResult, DropReason, ValidBid, only_playable, run_auction
+from adslot.demand.auction import AuctionResult, DropReason, Loser, ValidBid, only_playable, run_auction
 from adslot.demand.bid_request import DEFAULT_MIME_TYPES, MULTIPLIER_DECIMALS, Audience, Opportunity
 from adslot.demand.caller import AskResult, PartnerCaller, eligible
 from adslot.demand.creatives import CreativeStatus, reviewable
 from adslot.demand.creatives_repository import note_creative
 from adslot.demand.macros import MacroValues, drop_values, loss_values, substitute, win_values
 from adslot.demand.notices import Notices
+from adslot.demand.openrtb import LossReason
 from adslot.demand.partners import Partner
 from adslot.demand.stats import DemandStats
 from adslot.ledger.records import Win
@@ -204,8 +205,11 @@ class Exchange:
         for loser in result.losers:
             self.notices.send("loss", _lurl(loser.bid.bid.lurl, loss_values(loser)))
         lost = [loser.bid for loser in result.losers]
-        if not sold and result.winner is not None:
-            lost.append(result.winner.bid)
+        winner = result.winner
+        if not sold and winner is not None:  # the ledger could not store the sale: not the buyer's slot
+            lost.append(winner.bid)
+            unsold = Loser(winner.bid, LossReason.INTERNAL_ERROR, winner.price_micros)
+            self.notices.send("loss", _lurl(winner.bid.bid.lurl, loss_values(unsold)))
         for bid in lost:
             self.stats.lost(bid.partner, sale.play_time)
         for drop in result.drops:

@@ -22,7 +22,6 @@ from adslot.vast.urls import impression_url
 from adslot.vast.wrapper import XML_DECLARATION, ad_system, tracking_events
 from adslot.vast.xml import attr, cdata
 
-
 _LEADING = "\ufeff \t\r\n"
 """A byte-order mark or blank lines a bidder's template left before the XML declaration: tolerated, and not
 served (a declaration anywhere but first makes the document malformed for a player's parser)."""
