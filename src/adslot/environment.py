@@ -130,7 +130,10 @@ class Environment:
             read=self.run_sync,
         )
         self.billing = BillingSender(
-            self.engine, settings.demand_billing_interval_seconds, name=f"billing-{env.name}"
+            self.engine,
+            settings.demand_billing_interval_seconds,
+            active=lambda: bool(self.catalog and self.catalog.partners),
+            name=f"billing-{env.name}",
         )
         self.rng = random.Random(seed)
         self.catalog: Catalog | None = None

@@ -19,7 +19,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import anyio.to_thread
@@ -40,6 +40,9 @@ CLAIM_SECONDS = 30
 MAX_ATTEMPTS = 12
 """Then the notice is left unbilled with its last error, for the media owner to settle with the buyer."""
 MAX_PAUSE_SECONDS = 3600
+IDLE_INTERVAL_SECONDS = 30.0
+"""How often an environment without an active partner looks: only notices left by a partner since paused or
+removed can be due there, and a worker serving no demand should not query for them twice a second."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,9 +154,20 @@ def mark(conn: sa.Connection, outcomes: Sequence[tuple[uuid.UUID, str | None, in
 class BillingSender:
     """One per worker and environment: looks for due notices every `interval` seconds and sends them."""
 
-    def __init__(self, engine: sa.Engine, interval: float, *, name: str = "billing") -> None:
+    def __init__(
+        self,
+        engine: sa.Engine,
+        interval: float,
+        *,
+        active: Callable[[], bool] = lambda: True,
+        idle_interval: float = IDLE_INTERVAL_SECONDS,
+        name: str = "billing",
+    ) -> None:
+        """`active`: whether the environment has a partner now (else it looks every `idle_interval`)."""
         self._engine = engine
         self._interval = interval
+        self._active = active
+        self._idle_interval = max(interval, idle_interval)
         self._name = name
         self._task: asyncio.Task[None] | None = None
         self._client: httpx.AsyncClient | None = None
@@ -177,7 +191,16 @@ class BillingSender:
                     pass
             except Exception as exc:  # a database hiccup: the notices stay due, tried at the next pass
                 log.warning("billing notices not sent: %s", exc)
+            await self._pause()
+
+    async def _pause(self) -> None:
+        """The interval; without an active partner, up to the idle interval, cut short when one appears."""
+        waited = 0.0
+        while True:
             await asyncio.sleep(self._interval)
+            waited += self._interval
+            if waited >= self._idle_interval or self._active():
+                return
 
     async def send_due(self) -> int:
         """Claim and send one batch of due notices; how many were claimed."""
