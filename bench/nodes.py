@@ -132,6 +132,8 @@ def parse_args(argv: list[str]) -> NodesOptions:
         scenarios = select([n.strip() for n in args.scenarios.split(",") if n.strip()])
     except ValueError as exc:
         p.error(str(exc))
+    if any(scenario.programmatic for scenario in scenarios):
+        p.error("the programmatic scenario runs in `python -m bench` only, which starts its test bidder")
     return NodesOptions(
         duration=args.duration,
         rounds=args.rounds,

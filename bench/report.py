@@ -42,6 +42,8 @@ class Side(msgspec.Struct):
     """Median over rounds of each process group's CPU µs per request, where the runs measured it."""
     postgres: dict[str, int] = msgspec.field(default_factory=dict)
     """PostgreSQL's counters moved during these runs, summed over rounds (bench.postgres.activity)."""
+    bidder: dict[str, int] = msgspec.field(default_factory=dict)
+    """What the programmatic scenario's test bidder logged during these runs, by kind, summed over rounds."""
 
     @classmethod
     def of(cls, rounds: list[WrkResult]) -> Side:
@@ -62,6 +64,7 @@ class Side(msgspec.Struct):
                 if all(name in r.cpu_us for r in rounds)
             },
             postgres=_sum(r.postgres for r in rounds),
+            bidder=_sum(r.bidder for r in rounds),
         )
 
     @property
@@ -113,6 +116,8 @@ class Row(msgspec.Struct):
     """adslot's records before vs after the rounds: counted (first fires), duplicates, late."""
     connections: dict[str, int] = msgspec.field(default_factory=dict)
     """wrk's connection count each side's figures were measured at ("bare", "adslot")."""
+    bidder_delay_ms: float | None = None
+    """A programmatic row's: how long the test bidder waits before every answer (added_latency_us())."""
 
 
 class Machine(msgspec.Struct):
@@ -157,6 +162,8 @@ class Config(msgspec.Struct):
     """Stored ad requests loaded before the runs, one adslot server per size (side by side when several)."""
     caps: str | None = None
     """The benchmark campaign's caps (JSON); None: uncapped."""
+    bidder_delay_ms: int | None = None
+    """The programmatic scenario's test bidder delay (ms); None when that scenario did not run."""
 
 
 class Report(msgspec.Struct):
@@ -469,6 +476,86 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def added_latency_us(row: Row) -> tuple[float, float] | None:
+    """adslot's (p50, p99) less the bidder's configured delay: what asking a partner costs adslot on top of
+    the partner's own answer time (the bidder's own work per request is in it, a few hundred µs at most).
+    None for a row without a bidder."""
+    if row.bidder_delay_ms is None:
+        return None
+    delay_us = row.bidder_delay_ms * 1000
+    return row.adslot.p50_us - delay_us, row.adslot.p99_us - delay_us
+
+
+def asked_share(side: Side) -> float | None:
+    """Bid requests the test bidder received per request the server answered: 1 when every ad request held
+    an auction, less when the partner was skipped (its circuit breaker open after timeouts, its max_qps)."""
+    requests = sum(r.requests for r in side.rounds)
+    return side.bidder.get("request", 0) / requests if requests else None
+
+
+def fill_share(side: Side) -> float | None:
+    """The share of answers that were 200 (filled) rather than 204; None without the status tally."""
+    answered = sum(side.statuses.values())
+    return side.statuses.get("200", 0) / answered if answered else None
+
+
+def _share(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+ASKED_AT_LEAST = 0.9
+"""Below this share of ad requests asking the bidder, a programmatic row is noted as mixing answers without
+an auction into its figures."""
+
+
+def programmatic_table(rows: list[Row]) -> str:
+    """The programmatic rows: the rates beside the bare app's (which asks no bidder), adslot's latency and
+    the latency it adds to the bidder's delay, and how many of its ad requests asked the bidder, filled and
+    won."""
+    lines = [
+        "| scenario | backend | bidder delay ms | bare req/s | adslot req/s | ratio | adslot p50 µs "
+        "| adslot p99 µs | added p50 µs | added p99 µs | asked | filled | wins | wrk -c |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        added = added_latency_us(row)
+        if added is None or row.kind == "level":
+            continue
+        name = row.scenario + (" @ half load" if row.kind == "half_load" else "")
+        paced = row.kind == "half_load"  # paced rates: their ratio says nothing
+        ratio = f"{row.adslot.rps / row.bare.rps:.2f}" if row.bare.rps and not paced else "—"
+        a = row.adslot
+        lines.append(
+            f"| {name} | {row.backend} | {row.bidder_delay_ms:g} | {_n(row.bare.rps)} | {_n(a.rps)} "
+            f"| {ratio} | {_n(a.p50_us)} | {_n(a.p99_us)} | {_n(added[0])} | {_n(added[1])} "
+            f"| {_share(asked_share(a))} | {_share(fill_share(a))} | {_n(a.bidder.get('win', 0))} "
+            f"| {_counts(row)} |"
+        )
+    return "\n".join(lines)
+
+
+def programmatic_notes(rows: list[Row]) -> list[str]:
+    """A programmatic row whose ad requests mostly asked no bidder measured little or no auction: say so."""
+    out = []
+    for row in rows:
+        if row.bidder_delay_ms is None or row.kind == "level":
+            continue
+        name = f"{row.backend} {row.scenario}{' @ half load' if row.kind == 'half_load' else ''}"
+        asked = asked_share(row.adslot)
+        if not row.adslot.bidder.get("request"):
+            out.append(
+                f"{name}: the test bidder received no bid request during adslot's runs, so adslot held no "
+                "auction: the figures are its answer without demand, not the cost of an auction."
+            )
+        elif asked is not None and asked < ASKED_AT_LEAST:
+            out.append(
+                f"{name}: only {asked:.0%} of adslot's ad requests asked the test bidder; the others were "
+                "answered without an auction (a partner that times out 5 times in a row is skipped for 10 s "
+                "by its circuit breaker), so the rate and the latencies mix both."
+            )
+    return out
+
+
 def levels_table(rows: list[Row]) -> str:
     """The max-rate runs at each connection count, both servers at the same count: what the main table's
     best-of rows were chosen from, and how each server's rate moves with the count."""
@@ -595,6 +682,18 @@ def markdown(report: Report) -> str:
         "server; with several, as in growth runs, they follow it in an order rotated each round).",
         "",
     ]
+    if any(row.bidder_delay_ms is not None for row in report.rows):
+        out += [
+            "Programmatic: adslot answers ad requests for a venue whose only demand is the test bidder "
+            "(`adslot demand test-bidder`, always bidding after its delay, on the same machine); the bare "
+            "app answers the same requests asking nobody. Added p50/p99 = adslot's p50/p99 less the "
+            "bidder's delay: what the auction costs on top of the partner's own answer time. Asked: bid "
+            "requests the bidder received per ad request adslot answered; filled: answers 200 rather than "
+            "204; wins: win notices the bidder received.",
+            "",
+            programmatic_table(report.rows),
+            "",
+        ]
     if any(row.kind == "level" for row in report.rows):
         out += [
             "Each connection count, both servers at the same count (the rows above take each server's best):",

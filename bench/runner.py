@@ -31,8 +31,10 @@ from bench.postgres import activity, drop_schemas, fresh_schemas, moved, redacte
 from bench.report import Config, Row
 from bench.scenarios import SCENARIOS, Scenario, select
 from bench.servers import (
+    DEFAULT_BIDDER_DELAY_MS,
     SCREEN_ID,
     VENUE_ID,
+    BenchBidder,
     Launch,
     Server,
     admin_key,
@@ -46,8 +48,11 @@ from bench.servers import (
     mint_ad_requests,
     mint_seconds,
     parse_caps,
+    probe_programmatic,
     running,
+    running_bidder,
     setup_production,
+    setup_programmatic,
 )
 from bench.wrk import WrkResult, run_wrk, wrk_binary, wrk_version
 
@@ -122,6 +127,8 @@ class Options:
     """Run SQLite too (--no-sqlite: PostgreSQL only)."""
     disk_probe: bool = True
     """Time the disk's flushes beside every measured run (bench.hostcost.SyncProbe; --no-disk-probe)."""
+    bidder_delay_ms: int = DEFAULT_BIDDER_DELAY_MS
+    """The programmatic scenario's test bidder: how long it waits before every answer."""
     sweeps: int = 1
     """How many times each scenario's rounds run on its list besides the connection counts (bench.workers,
     which runs each count's rounds on their own), so that a pixel list is minted long enough for every
@@ -198,6 +205,13 @@ def parse_args(argv: list[str]) -> Options:
         '\'[{"period": "daily", "metric": "plays", "limit": 1000000000}]\': every ad request then reserves '
         "and every impression delivers (default: uncapped)",
     )
+    p.add_argument(
+        "--bidder-delay-ms",
+        type=int,
+        default=DEFAULT_BIDDER_DELAY_MS,
+        help="the programmatic scenario's test bidder: ms it waits before every answer "
+        f"(default {DEFAULT_BIDDER_DELAY_MS})",
+    )
     p.add_argument("--out", type=Path, default=RESULTS, help="where latest.json and latest.md go")
     p.add_argument("--quick", action="store_true", help="smoke run: 2 s runs, 1 round, 500 uuids")
     args = p.parse_args(argv)
@@ -209,6 +223,8 @@ def parse_args(argv: list[str]) -> Options:
         p.error("--rounds, --uuids, --workers and --threads must be at least 1")
     if min(args.connections) < args.threads:
         p.error("every --connections count must be at least --threads")
+    if not 0 <= args.bidder_delay_ms <= 1000:
+        p.error("--bidder-delay-ms must be between 0 and 1000")
     names = [n.strip() for chunk in args.scenarios or [] for n in chunk.split(",") if n.strip()]
     try:
         selected = select(names)
@@ -232,6 +248,7 @@ def parse_args(argv: list[str]) -> Options:
         tally=args.tally,
         preload=args.preload,
         caps=args.caps,
+        bidder_delay_ms=args.bidder_delay_ms,
     )
 
 
@@ -310,6 +327,8 @@ class Bench:
         self.offsets: dict[tuple[str, str], int] = {}
         """Where each target's next run of a scenario starts in its request list (pixel scenarios): past
         every request the runs before it sent."""
+        self.bidder: BenchBidder | None = None
+        """The programmatic scenario's test bidder, while a backend that runs it is measured."""
 
     def run(
         self,
@@ -329,7 +348,7 @@ class Bench:
                 at = f" -c{connections}" if len(counts) > 1 else ""
                 for target in round_order(targets, round_no):
                     extra = {"delay_ms": f"{delay_ms[target.name]:.3f}"} if delay_ms else {}
-                    if self.args.tally:
+                    if self.args.tally or scenario.programmatic:  # its fill share is one of its figures
                         extra["tally"] = "1"
                     result = self.wrk_run(target, scenario, self.args.duration, extra, connections)
                     results[connections][target.name].append(result)
@@ -366,6 +385,20 @@ class Bench:
                 script_args={**target.script_args, **scenario.args, **extra},
             )
 
+        bidder = self.bidder if scenario.programmatic else None
+        if bidder is not None:
+            bidder.kinds()  # what it logged before (a calibration run's tail) is not this run's
+        result = self.measure(target, load)
+        if bidder is not None:
+            time.sleep(0.1)  # the lines of its last answers
+            result = msgspec.structs.replace(result, bidder=bidder.kinds())
+        if walks:
+            self.offsets[where] = result.next_offset
+        return result
+
+    def measure(self, target: Target, load: Callable[[], WrkResult]) -> WrkResult:
+        """One wrk run, with the CPU, PostgreSQL's counters and the disk's flushes around it when the
+        backend measures them."""
         if self.processes is None:
             result = load()
         else:
@@ -377,8 +410,6 @@ class Bench:
                 result = msgspec.structs.replace(result, disk=probe.summary())
             if url:
                 result = msgspec.structs.replace(result, postgres=moved(before, activity(url)))
-        if walks:
-            self.offsets[where] = result.next_offset
         return result
 
     def mint_seconds(self, scenario: Scenario) -> int:
@@ -461,7 +492,8 @@ class Bench:
         the targets with their lists for the half-load runs (Scenario.paced_list()), minted when called:
         the max-rate list is minted for the max-rate runs alone (mint_seconds())."""
         before = [subject.totals() for subject in adslots]
-        measured = self.run(targets, scenario)
+        first_row = len(self.rows)
+        measured = self.run(targets, scenario, counts=self.counts(scenario))
         best: dict[str, report.Side] = {}
         for subject, was in zip(adslots, before, strict=True):
             row = self.max_row(scenario, subject, measured)
@@ -477,6 +509,7 @@ class Bench:
                 f"  {subject.label} {scenario.name}: ratio {row.ratio:.2f} (target {row.target}){at}",
                 flush=True,
             )
+        self.tag_programmatic(scenario, self.rows[first_row:])
         if scenario.half_load and self.args.half_load:
             rates = {name: 0.5 * side.rps for name, side in best.items()}
             if min(rates.values()) <= 0:
@@ -489,6 +522,7 @@ class Bench:
             delay = {t.name: self.calibrate(t, runs, rates[t.name]) for t in targets}
             before = [subject.totals() for subject in adslots]
             count = self.args.base_connections
+            first_row = len(self.rows)
             paced = self.run(targets, runs, delay, (count,))[count]
             for subject, was in zip(adslots, before, strict=True):
                 half = report.half_load_row(
@@ -506,6 +540,20 @@ class Bench:
                     f"  {subject.label} {scenario.name} @ half load: adslot p99/p50 {half.ratio:.1f}",
                     flush=True,
                 )
+            self.tag_programmatic(scenario, self.rows[first_row:])
+
+    def counts(self, scenario: Scenario) -> tuple[int, ...] | None:
+        """The connection counts of a scenario's max-rate runs: all of --connections, but the first alone for
+        the programmatic one. Each of its connections waits for the bidder, and more of them than adslot
+        answers within the partner's timeout only measure the answers without an auction that follow the
+        timeouts (the partner's circuit breaker opens), which its half-load rate would then be taken from."""
+        return (self.args.base_connections,) if scenario.programmatic else None
+
+    def tag_programmatic(self, scenario: Scenario, rows: list[Row]) -> None:
+        """Give a programmatic scenario's rows the bidder's delay, which report.added_latency_us subtracts."""
+        if scenario.programmatic:
+            for row in rows:
+                row.bidder_delay_ms = float(self.args.bidder_delay_ms)
 
     def max_row(
         self, scenario: Scenario, subject: Subject, measured: Mapping[int, Mapping[str, list[WrkResult]]]
@@ -569,7 +617,11 @@ class Bench:
 
         names = {size: f"adslot@{size:,}" if side_by_side else "adslot" for size in sizes}
         labels = {size: f"{backend}, {size:,} stored" if side_by_side else backend for size in sizes}
+        bidders = ExitStack()  # the programmatic scenario's partner: up before it is registered, down last
         try:
+            if any(scenario.programmatic for scenario in self.args.scenarios):
+                self.bidder = bidders.enter_context(running_bidder(self.args.bidder_delay_ms, work))
+                print(f"[{backend}] test bidder on {self.bidder.url}", flush=True)
             keys: dict[int, str] = {}
             admins: dict[int, str] = {}
             for size in sizes:
@@ -577,6 +629,8 @@ class Bench:
                 env = launch(free_port())[1]
                 keys[size] = setup_production(env, self.args.caps)
                 admins[size] = admin_key(env)
+                if self.bidder is not None:
+                    setup_programmatic(env, self.bidder.url)
                 print(f"[{labels[size]}] production set up through the CLI", flush=True)
                 if size:
                     self.preload(labels[size], load_settings(env).environment("production"), size)
@@ -597,6 +651,9 @@ class Bench:
                 ]
                 for target in targets:
                     self.wrk_run(target, SCENARIOS[0], self.args.warmup, {})
+                if self.bidder is not None:
+                    for size in sizes:
+                        self.probe_programmatic(labels[size], adslots[size].url, keys[size], self.bidder)
                 # Whose uuid lists each target fires on: its own; the bare app (it answers any) the first's.
                 files["bare"] = files[names[sizes[0]]]
 
@@ -629,11 +686,27 @@ class Bench:
                     ]
                     self.scenario(with_uuids, scenario, subjects, with_lists)
         finally:
+            bidders.close()
+            self.bidder = None
             if postgres_url:
                 for pair in schemas.values():
                     if pair:
                         drop_schemas(postgres_url, pair)
                         print(f"[{backend}] dropped schemas {', '.join(pair)}")
+
+    def probe_programmatic(self, label: str, url: str, key: str, bidder: BenchBidder) -> None:
+        """Before the runs, note whether an ad request for the programmatic venue asks the bidder and fills:
+        a server that asks no partner would measure its no-fill answer, not an auction."""
+        status, logged = probe_programmatic(url, key, bidder)
+        asked = logged.get("request", 0)
+        note = (
+            f"{label} programmatic: a first ad request for the venue answered {status}; the test bidder "
+            f"received {asked} bid request(s) for it ({bidder.delay_ms} ms delay, always bids)"
+        )
+        if not asked:
+            note += ": adslot asked no partner, so the programmatic rows measure no auction"
+        print(f"[{note}]", flush=True)
+        self.notes.append(note)
 
     def preload(self, label: str, env: EnvironmentSettings, size: int) -> None:
         took = growth.load(env, size, account_id=1, campaign_id=1, creative_id=1)
@@ -719,6 +792,7 @@ def main(argv: list[str] | None = None) -> int:
         tally=args.tally,
         preload=list(args.preload),
         caps=args.caps,
+        bidder_delay_ms=args.bidder_delay_ms if any(s.programmatic for s in args.scenarios) else None,
     )
     backends, plan = backend_plan(args.postgres, sqlite=args.sqlite)
     bench = Bench(args, wrk)
@@ -727,7 +801,11 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     report.finish(machine)
-    bench.notes[:0] = report.notes(bench.rows) + report.growth_notes(bench.rows, args.preload)
+    bench.notes[:0] = (
+        report.notes(bench.rows)
+        + report.programmatic_notes(bench.rows)
+        + report.growth_notes(bench.rows, args.preload)
+    )
     if machine.loadavg_start and machine.loadavg_start[0] > 0.5 * machine.nproc:
         bench.notes.append(
             f"The machine was busy at the start (load average {machine.loadavg_start[0]} on "

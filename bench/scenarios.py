@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 HALF_LOAD_P99_OVER_P50 = 4.0
+PROGRAMMATIC_VENUE_ID = "bench-programmatic"
+"""The programmatic scenario's venue: no campaign of its own, the bench bidder its only partner."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,10 @@ class Scenario:
     """Requests the script makes per uuid of its list, walked in order across runs (so each pixel is fired
     once while the list lasts); 0: it cycles through the shared list instead."""
     args: dict[str, str] = field(default_factory=dict)
+    programmatic: bool = False
+    """Asks a demand partner: the bench's test bidder runs beside the servers and is the venue's only
+    partner (servers.running_bidder, setup_programmatic); its rows carry the bidder's delay and what it was
+    asked (report.added_latency_us)."""
     paced: bool = False
     """The paced half-load runs of a pixel scenario (paced_list()), on a list minted just before them."""
 
@@ -46,6 +52,15 @@ SCENARIOS: tuple[Scenario, ...] = (
         0.5,
         half_load=True,
         args={"format": "json"},
+    ),
+    Scenario(
+        "programmatic",
+        "ad_request.lua",
+        "POST /api/v1/ad/request?format=json for a venue whose only demand is a test bidder (an auction)",
+        None,
+        half_load=True,
+        args={"format": "json", "venue": PROGRAMMATIC_VENUE_ID},
+        programmatic=True,
     ),
     Scenario(
         "ad_request_xml",
@@ -90,7 +105,8 @@ BY_NAME = {s.name: s for s in SCENARIOS}
 
 
 def select(names: list[str] | None) -> list[Scenario]:
-    """The named scenarios in their canonical order (ad requests first, then VAST, pixels, mix)."""
+    """The named scenarios in their canonical order (ad requests first, the programmatic one beside the
+    JSON one, then VAST, pixels, mix)."""
     if not names:
         return list(SCENARIOS)
     unknown = sorted(set(names) - BY_NAME.keys())

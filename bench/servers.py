@@ -24,11 +24,14 @@ from pathlib import Path
 
 import httpx
 
+from bench.scenarios import PROGRAMMATIC_VENUE_ID
 from bench.wrk import run_wrk
 
 REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 VENUE_ID = "bench-venue"
+BIDDER_NAME = "bench-bidder"
+DEFAULT_BIDDER_DELAY_MS = 20
 SCREEN_ID = "bench-screen"
 ACCOUNT = "bench"
 LONG_SECONDS = 6 * 3600
@@ -246,6 +249,120 @@ def setup_production(env: Mapping[str, str], caps: str | None = None) -> str:
     if not key.startswith("ssp_live_"):
         raise ServerError(f"unexpected key output: {key!r}")
     return key
+
+
+def setup_programmatic(env: Mapping[str, str], bidder_url: str) -> None:
+    """Register the programmatic venue and the bench bidder as its only partner, through the CLI as an
+    operator would. The venue has no campaign: an ad request for it fills only from the bidder's bid."""
+    _cli(env, "venues", "add", "--venue-id", PROGRAMMATIC_VENUE_ID, "--name", "Bench programmatic venue")
+    _cli(
+        env,
+        "demand",
+        "add",
+        "--env",
+        "production",
+        "--name",
+        BIDDER_NAME,
+        "--endpoint",
+        f"{bidder_url}/openrtb2/auction",
+        "--venues",
+        PROGRAMMATIC_VENUE_ID,
+        "--auto-approve",
+    )
+
+
+@dataclass
+class BenchBidder:
+    """`adslot demand test-bidder` as the programmatic scenario's partner; its log file says what adslot
+    asked it, which the scenario's rows count (kinds())."""
+
+    url: str
+    delay_ms: int
+    process: subprocess.Popen[bytes]
+    log: Path
+    read_to: int = 0
+    """How far kinds() has read the log."""
+
+    def kinds(self) -> dict[str, int]:
+        """Entries logged since the last call, by kind (request, bid, no_bid, win, pixel ...)."""
+        counts: dict[str, int] = {}
+        with self.log.open("rb") as log:
+            log.seek(self.read_to)
+            data = log.read()
+        complete = data[: data.rfind(b"\n") + 1]  # a line being written is counted next time
+        self.read_to += len(complete)
+        for line in complete.splitlines():
+            kind = str(json.loads(line).get("kind"))
+            counts[kind] = counts.get(kind, 0) + 1
+        return counts
+
+
+def bidder_command(port: int, delay_ms: int, log: Path) -> list[str]:
+    """Always bids (`--no-bid-rate 0`), after `delay_ms`, logging to a file rather than a pipe."""
+    return [
+        sys.executable,
+        "-m",
+        "adslot.cli",
+        "demand",
+        "test-bidder",
+        *("--host", HOST, "--port", str(port)),
+        *("--delay-ms", str(delay_ms), "--no-bid-rate", "0", "--seed", "1", "--log", str(log)),
+    ]
+
+
+@contextmanager
+def running_bidder(
+    delay_ms: int, work: Path, attempts: int = 3, timeout_s: float = 60
+) -> Iterator[BenchBidder]:
+    """The test bidder on a free loopback port, in its own process group, stopped when the block ends."""
+    for attempt in range(1, attempts + 1):
+        port = free_port()
+        log = work / f"bidder-{port}.jsonl"
+        log.touch()
+        with (work / "bidder.out").open("ab") as out:
+            process = subprocess.Popen(
+                bidder_command(port, delay_ms, log),
+                cwd=REPO,
+                env=base_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        bidder = BenchBidder(f"http://{HOST}:{port}", delay_ms, process, log)
+        if _bidder_answers(bidder, timeout_s):
+            break
+        _stop(process)
+        if attempt == attempts:
+            raise ServerError(f"the test bidder on port {port} did not start (exit {process.returncode})")
+    try:
+        yield bidder
+    finally:
+        _stop(bidder.process)
+
+
+def _bidder_answers(bidder: BenchBidder, timeout_s: float) -> bool:
+    """Its `GET /log` answers a JSON list: the bidder we started listens on its port."""
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client(timeout=5) as client:
+        while bidder.process.poll() is None and time.monotonic() < deadline:
+            try:
+                return isinstance(client.get(f"{bidder.url}/log").json(), list)
+            except (httpx.HTTPError, ValueError):
+                time.sleep(0.1)
+    return False
+
+
+def probe_programmatic(url: str, key: str, bidder: BenchBidder) -> tuple[int, dict[str, int]]:
+    """One ad request for the programmatic venue: its status, and what the bidder logged meanwhile (a
+    `request` when adslot asked it). Read before the runs, so a server that asks no partner is told apart
+    from one whose auction is slow."""
+    bidder.kinds()
+    body = {**ad_request_body(int(time.time()) + 60), "venue_id": PROGRAMMATIC_VENUE_ID}
+    with httpx.Client(timeout=10) as client:
+        response = client.post(f"{url}/api/v1/ad/request?format=json", json=body, headers={"Ssp-Key": key})
+    time.sleep(0.2)  # the bidder's log line is written as it answers: let the file catch up
+    return response.status_code, bidder.kinds()
 
 
 def admin_key(env: Mapping[str, str]) -> str:

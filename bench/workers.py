@@ -171,6 +171,8 @@ def parse_args(argv: list[str]) -> WorkersOptions:
         selected = select(names or list(DEFAULT_SCENARIOS))
     except ValueError as exc:
         p.error(str(exc))
+    if any(scenario.programmatic for scenario in selected):
+        p.error("the programmatic scenario runs in `python -m bench` only, which starts its test bidder")
     return WorkersOptions(
         duration=args.duration,
         rounds=args.rounds,

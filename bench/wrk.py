@@ -52,6 +52,9 @@ class WrkResult(msgspec.Struct, frozen=True):
     disk: dict[str, float] = msgspec.field(default_factory=dict)
     """The disk's flushes during the run, timed beside the servers (bench.hostcost.SyncProbe.summary()): how
     many, p50, p99, longest; empty where nothing probed it."""
+    bidder: dict[str, int] = msgspec.field(default_factory=dict)
+    """What the programmatic scenario's test bidder logged during the run, by kind (`request`: bid requests
+    the server sent; `bid`, `win`...); empty for every other scenario."""
 
     @property
     def error_count(self) -> int:

@@ -17,6 +17,7 @@ from adslot.edge.headers import EdgeHeaders
 from adslot.environment import Environment
 from adslot.ops.app import PATHS as OPS_PATHS
 from adslot.ops.app import OpsApp
+from adslot.sandbox.demo_bidder import Mounted, demo_bidder_mount
 from adslot.settings import Settings, load_settings
 from adslot.telemetry.logs import configure_logging
 
@@ -43,6 +44,10 @@ class AdslotApp:
             self._mounts.append((env.config.mount_path, litestar))
         # The console serves both environments from one place: its own app, matched before any mount.
         self._console: ASGIApp = build_console(self.environments)  # type: ignore[assignment]
+        # The sandbox's built-in demo bidder (sandbox/demo_bidder.py), matched before the sandbox's own app.
+        self._demo_bidder: Mounted | None = next(
+            (m for env in self._by_mount if (m := demo_bidder_mount(env.config)) is not None), None
+        )
         # /metrics, /healthz and /readyz belong to the host, not to an environment: matched before all.
         self._ops = OpsApp(settings, self.environments)
         self.edge = EdgeHeaders(settings, (mount for mount, _ in self._mounts))
@@ -78,6 +83,8 @@ class AdslotApp:
             return await self._ops(scope, receive, send)
         if path == CONSOLE_ROOT or path.startswith(CONSOLE_ROOT + "/"):
             return await self._console(scope, receive, send)
+        if self._demo_bidder is not None and self._demo_bidder.matches(path):
+            return await self._demo_bidder(scope, receive, send)
         for mount, app in self._mounts:
             if not mount:
                 return await app(scope, receive, send)

@@ -147,7 +147,7 @@ def serve(host: str | None, port: int | None, workers: int, log_level: str) -> N
     configure_logging(settings.log_format, settings.log_level)
     key = None
     for env in settings.environments:
-        key = prepare_database(env) or key
+        key = prepare_database(env, serving=True) or key
     production, sandbox = settings.environment("production"), settings.environment("sandbox")
 
     def announce() -> None:

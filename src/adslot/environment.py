@@ -45,8 +45,12 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
-def prepare_database(env: EnvironmentSettings) -> str | None:
-    """Migrate the environment's database and seed the sandbox; return the sandbox testing key."""
+def prepare_database(env: EnvironmentSettings, *, serving: bool = False) -> str | None:
+    """Migrate the environment's database and seed the sandbox; return the sandbox testing key.
+
+    `serving`: `adslot serve` (and its workers) prepares it, with the public URL it serves at, where the
+    sandbox's demo partner is pointed; another command (run with other ADSLOT_* values, perhaps) leaves the
+    partner where it is."""
     engine = make_engine(env)
     try:
         with one_at_a_time(engine, env.database_schema):  # nodes starting together take turns
@@ -54,7 +58,7 @@ def prepare_database(env: EnvironmentSettings) -> str | None:
             if env.name != "sandbox":
                 return None
             with write_transaction(engine) as conn:
-                return seed_sandbox(conn)
+                return seed_sandbox(conn, env.public_url if serving else None)
     finally:
         engine.dispose()
 
@@ -145,7 +149,7 @@ class Environment:
         self._outages = OutageLog(log)
 
     async def start(self) -> None:
-        self.testing_key = await anyio.to_thread.run_sync(prepare_database, self.config)
+        self.testing_key = await anyio.to_thread.run_sync(lambda: prepare_database(self.config, serving=True))
         await self.store.start()
         self.writer.start()
         self._reads.start()

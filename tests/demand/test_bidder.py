@@ -378,3 +378,10 @@ def test_the_command_refuses_a_public_url_that_is_not_http() -> None:
     )
     assert done.returncode == 2
     assert "--public-url" in done.stderr
+
+
+def test_a_bidder_created_with_max_entries_answers_only_its_last_entries_at_log() -> None:
+    bidder = create_bidder(BidderSettings(base_url="http://127.0.0.1:1"), max_entries=2)
+    for number in range(3):
+        bidder.log.add("media", n=number)
+    assert [entry["n"] for entry in bidder.log.entries()] == [1, 2]

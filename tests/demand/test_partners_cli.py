@@ -94,8 +94,7 @@ def test_update_changes_only_the_options_given_and_clear_gives_every_venue_back(
 
 def test_the_sandbox_and_production_keep_separate_partners(run: Run) -> None:
     add(run, "sandbox-dsp", env="sandbox")
-    sandbox = [p["name"] for p in json.loads(run("demand", "list", "--env", "sandbox"))]
-    assert sandbox == ["demo-bidder", "sandbox-dsp"]  # the sandbox seeds its own demo partner
+    assert [p["name"] for p in json.loads(run("demand", "list", "--env", "sandbox"))] == ["sandbox-dsp"]
     assert json.loads(run("demand", "list", "--env", "production")) == []
     assert "partner_not_found" in run("demand", "pause", "--env", "production", "sandbox-dsp", ok=False)
 

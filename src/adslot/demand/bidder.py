@@ -32,7 +32,7 @@ from urllib.parse import parse_qsl, urlsplit
 import msgspec
 
 from adslot.demand import openrtb
-from adslot.demand.bidder_log import BidderLog
+from adslot.demand.bidder_log import MAX_ENTRIES, BidderLog
 from adslot.vast.inline import duration
 from adslot.vast.wrapper import XML_DECLARATION
 from adslot.vast.xml import attr, cdata, text
@@ -376,9 +376,12 @@ async def _send(
     await send({"type": "http.response.body", "body": b"" if head or status == 204 else body})
 
 
-def create_bidder(settings: BidderSettings, sink: TextIO | None = None) -> Bidder:
-    """A bidder logging to `sink` (None: in memory only) and serving the demo video when it is installed."""
-    return Bidder(settings, BidderLog(sink), demo_video())
+def create_bidder(
+    settings: BidderSettings, sink: TextIO | None = None, *, max_entries: int = MAX_ENTRIES
+) -> Bidder:
+    """A bidder logging to `sink` (None: in memory only), keeping its last `max_entries` for `GET /log`, and
+    serving the demo video when it is installed."""
+    return Bidder(settings, BidderLog(sink, max_entries), demo_video())
 
 
 def serve_test_bidder(
