@@ -22,12 +22,13 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import aiohttp
 import anyio.to_thread
-import httpx
 import sqlalchemy as sa
 
+from adslot.demand.http import get_ok, new_session
 from adslot.demand.macros import MacroValues, substitute
-from adslot.demand.notices import get_ok, http_client
+from adslot.demand.notices import KEEPALIVE_S, NOTICE_TIMEOUT_S
 from adslot.storage.database import read_transaction, write_transaction
 from adslot.storage.tables import demand_wins
 from adslot.tasks import stop_tasks
@@ -170,7 +171,7 @@ class BillingSender:
         self._idle_interval = max(interval, idle_interval)
         self._name = name
         self._task: asyncio.Task[None] | None = None
-        self._client: httpx.AsyncClient | None = None
+        self._session: aiohttp.ClientSession | None = None
         self.sent = 0
         self.failed = 0
 
@@ -180,9 +181,9 @@ class BillingSender:
     async def stop(self) -> None:
         await stop_tasks(self._task)
         self._task = None
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     async def _run(self) -> None:
         while True:
@@ -208,9 +209,9 @@ class BillingSender:
         claimed = await anyio.to_thread.run_sync(self._claim, now)
         if not claimed:
             return 0
-        if self._client is None:
-            self._client = http_client()
-        client = self._client
+        if self._session is None:
+            self._session = new_session(KEEPALIVE_S, timeout_s=NOTICE_TIMEOUT_S)
+        client = self._session
 
         async def send(due: Due) -> tuple[uuid.UUID, str | None, int]:
             if not due.burl:  # nothing to call: billed as it is counted

@@ -8,8 +8,7 @@ MAX_RESPONSE_BYTES, and the outcome is classified and counted, never raised: `as
 breaker), and one over its `max_qps` is skipped for that slot, never queued (a queued request would be late).
 
 One `PartnerCaller` per process and environment, used from one event loop, so every partner's connections are
-kept alive between slots (HTTP/1.1, a pool per host). Not yet called by the ad request: bidding is not wired
-into serving.
+kept alive between slots (HTTP/1.1, a pool per host; the session is demand/http.py's).
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 from urllib.parse import urlsplit
 
-import httpx
+import aiohttp
 
 from adslot.demand.auction import MAX_RESPONSE_BYTES, Asked, Checked, Drop, check_response
 from adslot.demand.bid_request import Opportunity, build_bid_request, encode_bid_request
@@ -33,6 +32,7 @@ from adslot.demand.breaker import (
     BreakerState,
     CircuitBreaker,
 )
+from adslot.demand.http import new_session
 from adslot.demand.partners import Partner
 from adslot.demand.terms import Deal, PartnerTerms, to_micros
 from adslot.limits.bucket import TokenBucket
@@ -171,17 +171,14 @@ class PartnerCaller:
         self._buckets: dict[str, TokenBucket] = {}
         self._tallies: dict[str, PartnerTally] = {}
         self._hosts: dict[str, asyncio.Semaphore] = {}
-        # Built here, not in the first ask: building a client (and its TLS context) costs ~20 ms, which
-        # would come out of that slot's time budget.
-        self._client = httpx.AsyncClient(
-            http1=True,
-            http2=False,
-            follow_redirects=False,
-            trust_env=False,
-            limits=httpx.Limits(
-                max_connections=None, max_keepalive_connections=None, keepalive_expiry=KEEPALIVE_EXPIRY_S
-            ),
-        )
+        self._session: aiohttp.ClientSession | None = None
+        """Made at the first ask, inside the event loop that uses it (as aiohttp requires)."""
+
+    def _client(self) -> aiohttp.ClientSession:
+        session = self._session
+        if session is None:
+            session = self._session = new_session(KEEPALIVE_EXPIRY_S)
+        return session
 
     async def ask(self, partners: Sequence[Partner], opportunity: Opportunity, now: int) -> AskResult:
         """Ask every eligible partner for a bid on `opportunity` (`now`: Unix seconds, for `imp.exp`).
@@ -247,9 +244,7 @@ class PartnerCaller:
             outcome = PartnerOutcome(partner.name, "error", stop.reason)
         except _TooLarge as large:
             outcome = _too_large(asked, large.size)
-        except httpx.TimeoutException:
-            outcome = PartnerOutcome(partner.name, "timeout", "timeout")
-        except httpx.HTTPError as error:
+        except (aiohttp.ClientError, ValueError) as error:  # ValueError: an endpoint yarl cannot parse
             outcome = PartnerOutcome(partner.name, "error", _error_reason(error))
         except Exception as error:  # a bug here must not cost the player its ad: count it, name it
             outcome = PartnerOutcome(partner.name, "error", f"internal_{type(error).__name__}")
@@ -263,18 +258,22 @@ class PartnerCaller:
         _TooLarge for a declared length over the limit."""
         async with (
             self._host(endpoint),
-            self._client.stream(
-                "POST", endpoint, content=body, headers=REQUEST_HEADERS, timeout=timeout
+            self._client().post(
+                endpoint,
+                data=body,
+                headers=REQUEST_HEADERS,
+                allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(total=timeout),
             ) as response,
         ):
-            if not 200 <= response.status_code < 300:
-                raise _Exchange(f"http_{response.status_code}")
-            if response.status_code == 204:
+            if not 200 <= response.status < 300:
+                raise _Exchange(f"http_{response.status}")
+            if response.status == 204:
                 return 204, b""
-            declared = response.headers.get("content-length", "")
-            if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
-                raise _TooLarge(int(declared))
-            return response.status_code, await _read_capped(response)
+            declared = response.content_length
+            if declared is not None and declared > MAX_RESPONSE_BYTES:
+                raise _TooLarge(declared)
+            return response.status, await _read_capped(response)
 
     def _host(self, endpoint: str) -> asyncio.Semaphore:
         parts = urlsplit(endpoint)
@@ -360,14 +359,16 @@ class PartnerCaller:
 
     async def close(self) -> None:
         """Close every kept-alive connection; call it from the event loop the caller was used in."""
-        await self._client.aclose()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
 
-async def _read_capped(response: httpx.Response) -> bytes:
+async def _read_capped(response: aiohttp.ClientResponse) -> bytes:
     """The body, or its first MAX_RESPONSE_BYTES + 1 bytes: enough to know it is too large, and no more."""
     chunks: list[bytes] = []
     size = 0
-    async for chunk in response.aiter_bytes():
+    async for chunk in response.content.iter_chunked(64 * 1024):
         chunks.append(chunk)
         size += len(chunk)
         if size > MAX_RESPONSE_BYTES:
@@ -391,18 +392,16 @@ def _too_large(asked: Asked, size: int) -> PartnerOutcome:
     return PartnerOutcome(asked.terms.name, "dropped", "too_large", checked=Checked(asked, (), (drop,)))
 
 
-def _error_reason(error: httpx.HTTPError) -> str:
+def _error_reason(error: Exception) -> str:
     """A short, stable name for a transport failure, for tallies and logs."""
-    if isinstance(error, httpx.ConnectError):
+    if isinstance(error, aiohttp.ClientConnectorError):
         return "connect"
-    if isinstance(error, httpx.RemoteProtocolError):
-        return "protocol"
-    if isinstance(error, httpx.ReadError):
-        return "read"
-    if isinstance(error, httpx.WriteError):
-        return "write"
-    if isinstance(error, httpx.UnsupportedProtocol | httpx.InvalidURL):
+    if isinstance(error, aiohttp.InvalidURL | ValueError):
         return "bad_endpoint"
-    if isinstance(error, httpx.DecodingError):
-        return "decoding"
+    if isinstance(error, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
+        return "protocol"
+    if isinstance(error, aiohttp.ClientResponseError):  # an answer that is not HTTP
+        return "protocol"
+    if isinstance(error, aiohttp.ClientOSError):
+        return "read"
     return type(error).__name__.lower()

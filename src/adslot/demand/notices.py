@@ -12,15 +12,16 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
-import httpx
+import aiohttp
 
+from adslot.demand.http import get_ok, new_session
 from adslot.tasks import stop_tasks
 
 log = logging.getLogger(__name__)
 
 NOTICE_TIMEOUT_S = 2.0
 MAX_IN_FLIGHT = 256
-USER_AGENT = "adslot"
+KEEPALIVE_S = 30.0
 
 
 @dataclass(slots=True)
@@ -32,35 +33,11 @@ class NoticeTally:
     by_kind: dict[str, int] = field(default_factory=dict)
 
 
-def http_client(timeout: float = NOTICE_TIMEOUT_S) -> httpx.AsyncClient:
-    """A client for notices: kept-alive connections, no redirects followed, no proxy from the environment."""
-    return httpx.AsyncClient(
-        http1=True,
-        follow_redirects=False,
-        trust_env=False,
-        timeout=timeout,
-        headers={"User-Agent": USER_AGENT},
-    )
-
-
-async def get_ok(client: httpx.AsyncClient, url: str) -> str | None:
-    """GET `url`: None when it answered 2xx, else why not (a short reason, for logs and the outbox)."""
-    try:
-        response = await client.get(url)
-    except httpx.TimeoutException:
-        return "timeout"
-    except httpx.HTTPError as error:
-        return type(error).__name__.lower()
-    if 200 <= response.status_code < 300:
-        return None
-    return f"http_{response.status_code}"
-
-
 class Notices:
     """Sends nurl and lurl notices in the background, once each."""
 
     def __init__(self) -> None:
-        self._client: httpx.AsyncClient | None = None
+        self._session: aiohttp.ClientSession | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.tally = NoticeTally()
 
@@ -71,14 +48,14 @@ class Notices:
         if len(self._tasks) >= MAX_IN_FLIGHT:
             self.tally.dropped += 1
             return
-        if self._client is None:
-            self._client = http_client()
-        task = asyncio.get_running_loop().create_task(self._send(kind, url, self._client))
+        if self._session is None:
+            self._session = new_session(KEEPALIVE_S, timeout_s=NOTICE_TIMEOUT_S)
+        task = asyncio.get_running_loop().create_task(self._send(kind, url, self._session))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _send(self, kind: str, url: str, client: httpx.AsyncClient) -> None:
-        failure = await get_ok(client, url)
+    async def _send(self, kind: str, url: str, session: aiohttp.ClientSession) -> None:
+        failure = await get_ok(session, url)
         tally = self.tally
         tally.by_kind[kind] = tally.by_kind.get(kind, 0) + 1
         if failure is None:
@@ -94,6 +71,6 @@ class Notices:
 
     async def close(self) -> None:
         await stop_tasks(*self._tasks)
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
