@@ -125,12 +125,14 @@ def player_origin() -> Iterator[str]:
     server.server_close()
 
 
-def _play(origin: str, server: LiveServer) -> tuple[dict[str, Any] | None, str | None, list[str]]:
-    """Run the player page against `server`'s sandbox: what it played, or the error it failed with, and
-    the URLs the page asked for."""
+Played = tuple[dict[str, Any] | None, str | None, list[str]]
+"""What the page played (or None), the error it failed with (or None), the URLs it asked for."""
+
+
+def play_page(origin: str, base: str, key: str, venue: str) -> Played:
+    """Run the player page, served from `origin`, against the environment at `base` with `key` on `venue`."""
     from playwright.sync_api import Error, sync_playwright
 
-    assert server.keys is not None
     requested: list[str] = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
@@ -141,7 +143,7 @@ def _play(origin: str, server: LiveServer) -> tuple[dict[str, Any] | None, str |
             page.set_default_timeout(TIMEOUT_MS)
             page.on("request", lambda request: requested.append(request.url))
             page.goto(f"{origin}/player.html")
-            args = {"base": server.sandbox_url, "key": server.keys.sandbox, "venue": venue_of("sandbox")}
+            args = {"base": base, "key": key, "venue": venue}
             try:
                 return page.evaluate(PLAY, args), None, requested
             except Error as error:
@@ -150,16 +152,25 @@ def _play(origin: str, server: LiveServer) -> tuple[dict[str, Any] | None, str |
             browser.close()
 
 
-def _record(server: LiveServer, uuid: str) -> dict[str, Any]:
+def played_record(base: str, key: str, uuid: str) -> dict[str, Any]:
     """The ad request's record once every fired pixel has landed (the page fires them as images)."""
-    assert server.keys is not None
-    url = f"{server.sandbox_url}/api/v1/ad/request/{uuid}"
+    url = f"{base}/api/v1/ad/request/{uuid}"
     deadline = time.monotonic() + 10
     while True:
-        record: dict[str, Any] = httpx.get(url, headers={"Ssp-Key": server.keys.sandbox}).json()["data"]
+        record: dict[str, Any] = httpx.get(url, headers={"Ssp-Key": key}).json()["data"]
         if all(record["events"].values()) or time.monotonic() > deadline:
             return record
         time.sleep(0.1)
+
+
+def _play(origin: str, server: LiveServer) -> Played:
+    assert server.keys is not None
+    return play_page(origin, server.sandbox_url, server.keys.sandbox, venue_of("sandbox"))
+
+
+def _record(server: LiveServer, uuid: str) -> dict[str, Any]:
+    assert server.keys is not None
+    return played_record(server.sandbox_url, server.keys.sandbox, uuid)
 
 
 @pytest.fixture

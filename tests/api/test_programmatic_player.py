@@ -14,23 +14,20 @@ The page, the VAST client's bundle and the player's origin are test_cross_origin
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import sqlalchemy as sa
 
 from adslot.demand.bidder import MEDIA_PATH, PIXEL_EVENTS
-from adslot.storage.database import make_engine
-from adslot.storage.tables import demand_wins
 from tests.api import test_cross_origin_player as cross_origin
+from tests.api.test_cross_origin_player import Played, play_page, played_record
 from tests.conftest import LiveServer, drop_schemas, eventually, start_server
 from tests.contract.support import QUARTILES
 from tests.demand.test_bidder import running
-from tests.playground.test_playground_browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS
+from tests.serving.test_programmatic import win_row
 
 pytestmark = pytest.mark.browser
 player_origin = cross_origin.player_origin
@@ -74,53 +71,15 @@ def exchange(backend: str, tmp_path: Path, bidder: httpx.Client) -> Iterator[Liv
         drop_schemas(schemas)
 
 
-def play(origin: str, server: LiveServer) -> tuple[dict[str, Any] | None, str | None, list[str]]:
-    """Run the player page against `server`'s production environment on VENUE: what it played, or the error
-    it failed with, and the URLs the page asked for."""
-    from playwright.sync_api import Error, sync_playwright
-
+def play(origin: str, server: LiveServer) -> Played:
+    """The player page against `server`'s production environment on VENUE."""
     assert server.keys is not None
-    requested: list[str] = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=[*CHROMIUM_ARGS, "--autoplay-policy=no-user-gesture-required"]
-        )
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            page.on("request", lambda request: requested.append(request.url))
-            page.goto(f"{origin}/player.html")
-            args = {"base": server.url, "key": server.keys.production, "venue": VENUE}
-            try:
-                return page.evaluate(cross_origin.PLAY, args), None, requested
-            except Error as error:
-                return None, str(error), requested
-        finally:
-            browser.close()
+    return play_page(origin, server.url, server.keys.production, VENUE)
 
 
 def record_of(server: LiveServer, ident: str) -> dict[str, Any]:
-    """The ad request's record once every fired pixel has landed (the page fires them as images)."""
     assert server.keys is not None
-    url = f"{server.url}/api/v1/ad/request/{ident}"
-    deadline = time.monotonic() + 10
-    while True:
-        record: dict[str, Any] = httpx.get(url, headers={"Ssp-Key": server.keys.production}).json()["data"]
-        if all(record["events"].values()) or time.monotonic() > deadline:
-            return record
-        time.sleep(0.1)
-
-
-def win_row(server: LiveServer, ident: str) -> dict[str, Any] | None:
-    engine = make_engine(server.settings.environment("production"))
-    try:
-        with engine.connect() as conn:
-            row = conn.execute(
-                sa.select(demand_wins).where(demand_wins.c.ad_request_id == uuid.UUID(ident))
-            ).first()
-            return dict(row._mapping) if row is not None else None
-    finally:
-        engine.dispose()
+    return played_record(server.url, server.keys.production, ident)
 
 
 def notices(bidder: httpx.Client, kind: str, auction_id: str) -> list[dict[str, Any]]:
