@@ -23,7 +23,7 @@ from adslot.catalog import Catalog
 from adslot.decision.choose import Choice, choose
 from adslot.decision.model import LiveCampaign, VenueProfile
 from adslot.decision.slot import Slot, make_slot
-from adslot.demand.exchange import Exchange, Sale, opportunity_for
+from adslot.demand.exchange import Exchange, opportunity_for
 from adslot.demand.partners import Partner
 from adslot.ledger.budget import DeliveryCache
 from adslot.ledger.claims import Claims, impressions_for, plan_claims
@@ -44,6 +44,34 @@ class SlotRequest:
     """The API key that asked (the ledger counts its ad requests, filled or not, per key); None: no key."""
     source_network: int | None = None
     """The network it came from (ledger/ivt.network_key), its fires judged against it; None: unknown."""
+
+    def ad_request(
+        self,
+        ident: uuid.UUID,
+        *,
+        now: int,
+        expires_at: int,
+        impressions: float,
+        campaign_id: int | None,
+        creative_id: int | None,
+        duration_seconds: int | None,
+    ) -> AdRequest:
+        """The ad request this slot is issued as: a direct campaign's creative, or (None, None) a bid's."""
+        return AdRequest(
+            id=ident,
+            account_id=self.account_id,
+            venue_id=self.venue_id,
+            screen_id=self.screen_id,
+            play_time=self.play_time,
+            created_at=now,
+            expires_at=expires_at,
+            campaign_id=campaign_id,
+            creative_id=creative_id,
+            impressions=impressions,
+            key_id=self.key_id,
+            source_network=self.source_network,
+            duration_seconds=duration_seconds,
+        )
 
 
 def open_to_bids(choice: Choice | None, claims: Claims | None) -> bool:
@@ -128,19 +156,13 @@ async def fill_slot(
         if choice is None:
             break
         claims = claims_of(choice.campaign)
-        record = AdRequest(
-            id=new_id(),
-            account_id=request.account_id,
-            venue_id=request.venue_id,
-            screen_id=request.screen_id,
-            play_time=request.play_time,
-            created_at=now,
+        record = request.ad_request(
+            new_id(),
+            now=now,
             expires_at=request.play_time + play_window_seconds,
+            impressions=impressions,
             campaign_id=choice.campaign.id,
             creative_id=choice.creative.id,
-            impressions=impressions,
-            key_id=request.key_id,
-            source_network=request.source_network,
             duration_seconds=choice.creative.duration_seconds,
         )
         verdict = await writer.submit(Issue(record, claims or None))
@@ -189,28 +211,16 @@ async def _sell(
     if sale.win is None:
         exchange.settle(sale, sold=False)
         return None
-    record = _programmatic_record(ident, request, sale, impressions, now=now, expires_at=expires_at)
+    record = request.ad_request(
+        ident,
+        now=now,
+        expires_at=expires_at,
+        impressions=impressions,
+        campaign_id=None,
+        creative_id=None,
+        duration_seconds=sale.duration_seconds,
+    )
     verdict = await writer.submit(Issue(record, None, sale.win))
     sold = verdict.outcome == "issued"
     exchange.settle(sale, sold=sold)
     return record if sold else None
-
-
-def _programmatic_record(
-    ident: uuid.UUID, request: SlotRequest, sale: Sale, impressions: float, *, now: int, expires_at: int
-) -> AdRequest:
-    return AdRequest(
-        id=ident,
-        account_id=request.account_id,
-        venue_id=request.venue_id,
-        screen_id=request.screen_id,
-        play_time=request.play_time,
-        created_at=now,
-        expires_at=expires_at,
-        campaign_id=None,
-        creative_id=None,
-        impressions=impressions,
-        key_id=request.key_id,
-        source_network=request.source_network,
-        duration_seconds=sale.duration_seconds,
-    )
