@@ -123,7 +123,7 @@ def test_both_lanes_answer_an_ad_request_with_the_same_cors_headers_exposing_the
         }
     )
     exposed = {h.strip() for h in lane[1]["access-control-expose-headers"].split(",")}
-    assert {"X-Ad-Request-Uuid", "X-Ad-Request-Expired-At", "X-Request-Id"} <= exposed
+    assert {"X-Ad-Request-Uuid", "X-Ad-Request-Expired-At", "X-Request-Id", "Server-Timing"} <= exposed
 
 
 def test_a_request_without_origin_gets_only_vary_origin_on_both_lanes(live: LiveServer) -> None:

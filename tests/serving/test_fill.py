@@ -15,7 +15,7 @@ from adslot.ledger.budget import DeliveryCache
 from adslot.ledger.group_commit import GroupCommitter
 from adslot.ledger.records import Operation, Verdict
 from adslot.ledger.store import LedgerStore
-from adslot.serving.fill import SlotRequest, fill_slot
+from adslot.serving.fill import SlotRequest, Timing, fill_slot
 from tests.decision.factories import START, campaign
 from tests.ledger.stores import LedgerDatabase
 
@@ -133,3 +133,12 @@ def test_the_asking_key_is_stored_with_its_ad_request_and_counts_its_fills_and_n
     (row,) = db.rows().values()
     assert row["key_id"] == 42
     assert db.key_stats() == {(42, PLAY - PLAY % 3600): (3, 1)}
+
+
+def test_the_timing_header_tells_the_auction_and_the_record_only_once_partners_were_asked() -> None:
+    timing = Timing()
+    assert timing.header() is None  # no partner asked: nothing to tell
+    timing.record_ms = 2.04
+    assert timing.header() is None
+    timing.demand_ms = 151.26
+    assert timing.header() == ("server-timing", "demand;dur=151.3, record;dur=2.0")

@@ -97,6 +97,24 @@ def test_a_slot_no_campaign_fills_is_sold_to_the_bidder_and_resolves_to_its_crea
     assert win["bill_due_at"] is None
 
 
+def test_an_answer_tells_the_auctions_time_and_the_records_in_server_timing_once_partners_are_asked(
+    exchange: LiveServer,
+) -> None:
+    for venue in ("venue-empty", PROD_VENUE):  # the bid fills the one, the direct campaign the other
+        answer = ad_request(exchange, venue)
+        assert answer.status_code == 200, answer.text
+        metrics = dict(part.strip().split(";", 1) for part in answer.headers["server-timing"].split(","))
+        assert set(metrics) == {"demand", "record"}, answer.headers["server-timing"]
+        demand = float(metrics["demand"].removeprefix("dur="))
+        assert 0 < demand < 500  # the partner's timeout_ms: the bidder answered within it
+        assert float(metrics["record"].removeprefix("dur=")) > 0
+    # A venue no partner may bid on asks no one: nothing to tell.
+    venue_with_campaign(exchange, "no-partner-here", cpm=1)
+    answer = ad_request(exchange, "no-partner-here")
+    assert answer.status_code == 200, answer.text
+    assert "server-timing" not in answer.headers
+
+
 def test_the_billing_notice_is_sent_once_after_the_impression_counts_not_before(
     exchange: LiveServer, bidder: httpx.Client
 ) -> None:

@@ -16,7 +16,7 @@ from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.ids import uuid7
 from adslot.sandbox.seed import NO_FILL_VENUE
-from adslot.serving.fill import SlotRequest, fill_slot
+from adslot.serving.fill import SlotRequest, Timing, fill_slot
 from adslot.vast.wrapper import build_wrapper
 
 FORMATS = ("json", "xml")
@@ -173,6 +173,7 @@ async def _ad_request(
             return Reply(204, headers=[NO_STORE])
     elif request.venue_id not in catalog.venues:
         raise ApiError(422, "unknown_venue", f"venue {request.venue_id!r} is not registered", "venue_id")
+    timing = Timing() if catalog.partners else None  # with no partner, nothing to tell and nothing timed
     filled = await fill_slot(
         catalog,
         env.delivery_cache,
@@ -190,9 +191,11 @@ async def _ad_request(
         play_window_seconds=env.settings.play_window_seconds,
         new_id=uuid7,
         exchange=env.exchange,
+        timing=timing,
     )
+    told = timing.header() if timing is not None else None
     if filled is None:
-        return Reply(204, headers=[NO_STORE])
+        return Reply(204, headers=[NO_STORE, told] if told else [NO_STORE])
     record = filled[0]
     uuid_text = str(record.id)
     vast = build_wrapper(
@@ -209,8 +212,14 @@ async def _ad_request(
             200,
             vast.encode(),
             XML,
-            [NO_STORE, ("x-ad-request-uuid", uuid_text), ("x-ad-request-expired-at", str(record.expires_at))],
+            [
+                NO_STORE,
+                ("x-ad-request-uuid", uuid_text),
+                ("x-ad-request-expired-at", str(record.expires_at)),
+                *([told] if told else []),
+            ],
         )
+    headers = (NO_STORE, told) if told else (NO_STORE,)
     return json_reply(
         200,
         {
@@ -220,5 +229,5 @@ async def _ad_request(
             "venue_id": record.venue_id,
             "screen_id": record.screen_id,
         },
-        NO_STORE,
+        *headers,
     )

@@ -19,9 +19,12 @@ PLAYER_PATHS = frozenset({"/ad/request"})
 """The spec's short form of the ad request, outside the prefixes."""
 ALLOW_METHODS = b"GET, HEAD, POST"
 ALLOW_HEADERS = b"Content-Type, Ssp-Key, X-Request-Id"
-EXPOSE_HEADERS = b"X-Ad-Request-Uuid, X-Ad-Request-Expired-At, X-Adslot-Error, X-Request-Id, Retry-After"
+EXPOSE_HEADERS = (
+    b"X-Ad-Request-Uuid, X-Ad-Request-Expired-At, X-Adslot-Error, X-Request-Id, Retry-After, Server-Timing"
+)
 """What a page's script may read beyond the safelisted headers: the uuid and expiry of a format=xml
-answer, the inline VAST's error code, the request id, and when to retry a 503."""
+answer, the inline VAST's error code, the request id, when to retry a 503, and where an ad request that
+asked demand partners spent its time."""
 
 Headers = tuple[tuple[bytes, bytes], ...]
 Answer = tuple[int, Headers, bytes]

@@ -15,6 +15,7 @@ house campaign does not defend it). With no partner for the venue, none of this 
 from __future__ import annotations
 
 import random
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +33,24 @@ from adslot.ledger.records import AdRequest, Issue, NoFill, Operation, Verdict
 
 MAX_TRIES = 3
 """Reservations refused in a row before the slot is answered with no ad: each refusal removes a campaign."""
+
+
+@dataclass(slots=True)
+class Timing:
+    """Where an ad request spent its time once demand partners were asked, for its Server-Timing header: an
+    integrator whose ad request took 150 ms sees that the auction took them, and a slow disk is told apart
+    from a slow partner."""
+
+    demand_ms: float | None = None
+    """The auction: the partners' answers, or their timeouts; None while no partner was asked."""
+    record_ms: float = 0.0
+    """Waiting for the ledger to hold the outcome durably (the ad request, or the no-fill)."""
+
+    def header(self) -> tuple[str, str] | None:
+        """The Server-Timing header (W3C Server Timing), or None if no partner was asked."""
+        if self.demand_ms is None:
+            return None
+        return ("server-timing", f"demand;dur={self.demand_ms:.1f}, record;dur={self.record_ms:.1f}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,9 +125,10 @@ async def fill_slot(
     play_window_seconds: int,
     new_id: Callable[[], uuid.UUID],
     exchange: Exchange | None = None,
+    timing: Timing | None = None,
 ) -> tuple[AdRequest, Choice | None] | None:
     """Issue the slot's ad request durably, or count a no-fill durably and return None. The choice is None
-    when a demand partner's bid won the slot."""
+    when a demand partner's bid won the slot. `timing`, when given, learns where the time went."""
     slot = slot_for(catalog, request)
     impressions = impressions_for(slot.venue, slot.hour_of_week)
     planned: dict[int, Claims] = {}
@@ -149,6 +169,7 @@ async def fill_slot(
                 play_window_seconds=play_window_seconds,
                 new_id=new_id,
                 writer=writer,
+                timing=timing,
             )
             bidders = None  # one auction per slot: a lost reservation race does not ask the partners again
             if sold is not None:
@@ -165,14 +186,25 @@ async def fill_slot(
             creative_id=choice.creative.id,
             duration_seconds=choice.creative.duration_seconds,
         )
-        verdict = await writer.submit(Issue(record, claims or None))
+        issue = Issue(record, claims or None)
+        verdict = await (writer.submit(issue) if timing is None else _timed(writer, issue, timing))
         if verdict.counters:
             cache.update(verdict.counters)
         if verdict.outcome == "issued":
             return record, choice
         excluded.add(choice.campaign.id)
-    await writer.submit(NoFill(request.venue_id, request.screen_id, request.play_time, request.key_id))
+    no_fill = NoFill(request.venue_id, request.screen_id, request.play_time, request.key_id)
+    await (writer.submit(no_fill) if timing is None else _timed(writer, no_fill, timing))
     return None
+
+
+async def _timed(writer: GroupCommitter[Operation, Verdict], operation: Operation, timing: Timing) -> Verdict:
+    """The ledger's verdict on the operation, its wait added to `timing`."""
+    started = time.perf_counter()
+    try:
+        return await writer.submit(operation)
+    finally:
+        timing.record_ms += (time.perf_counter() - started) * 1000
 
 
 async def _sell(
@@ -188,6 +220,7 @@ async def _sell(
     play_window_seconds: int,
     new_id: Callable[[], uuid.UUID],
     writer: GroupCommitter[Operation, Verdict],
+    timing: Timing | None,
 ) -> AdRequest | None:
     """Auction the slot; when a bid wins, store its ad request with the win and return it. Notices go out
     once the outcome is stored (or known lost to the direct campaign)."""
@@ -200,6 +233,7 @@ async def _sell(
         impressions=impressions,
         expires_at=expires_at,
     )
+    started = time.perf_counter()
     sale = await exchange.auction(
         bidders,
         opportunity,
@@ -208,6 +242,8 @@ async def _sell(
         direct_cpm_micros=direct_price(choice),
         now=now,
     )
+    if timing is not None:
+        timing.demand_ms = (time.perf_counter() - started) * 1000
     if sale.win is None:
         exchange.settle(sale, sold=False)
         return None
@@ -220,7 +256,8 @@ async def _sell(
         creative_id=None,
         duration_seconds=sale.duration_seconds,
     )
-    verdict = await writer.submit(Issue(record, None, sale.win))
+    issue = Issue(record, None, sale.win)
+    verdict = await (writer.submit(issue) if timing is None else _timed(writer, issue, timing))
     sold = verdict.outcome == "issued"
     exchange.settle(sale, sold=sold)
     return record if sold else None
