@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from adslot.catalog import Catalog
@@ -187,15 +187,22 @@ async def fill_slot(
             duration_seconds=choice.creative.duration_seconds,
         )
         issue = Issue(record, claims or None)
-        verdict = await (writer.submit(issue) if timing is None else _timed(writer, issue, timing))
+        verdict = await _submit(writer, issue, timing)
         if verdict.counters:
             cache.update(verdict.counters)
         if verdict.outcome == "issued":
             return record, choice
         excluded.add(choice.campaign.id)
     no_fill = NoFill(request.venue_id, request.screen_id, request.play_time, request.key_id)
-    await (writer.submit(no_fill) if timing is None else _timed(writer, no_fill, timing))
+    await _submit(writer, no_fill, timing)
     return None
+
+
+def _submit(
+    writer: GroupCommitter[Operation, Verdict], operation: Operation, timing: Timing | None
+) -> Awaitable[Verdict]:
+    """The ledger's verdict to await: timed when `timing` is given, else the writer's own (no frame more)."""
+    return writer.submit(operation) if timing is None else _timed(writer, operation, timing)
 
 
 async def _timed(writer: GroupCommitter[Operation, Verdict], operation: Operation, timing: Timing) -> Verdict:
@@ -257,7 +264,7 @@ async def _sell(
         duration_seconds=sale.duration_seconds,
     )
     issue = Issue(record, None, sale.win)
-    verdict = await (writer.submit(issue) if timing is None else _timed(writer, issue, timing))
+    verdict = await _submit(writer, issue, timing)
     sold = verdict.outcome == "issued"
     exchange.settle(sale, sold=sold)
     return record if sold else None
