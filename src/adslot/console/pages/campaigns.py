@@ -365,7 +365,9 @@ def pacing_chart(campaign: Campaign, hourly: dict[int, float], now: int, metric:
         series.append(Series("plan (even)", plan, dashed=True))
     fmt = "%d %Hh" if step == HOUR else "%d %b"
     labels = [time.strftime(fmt, time.gmtime(b)) for b in buckets]
-    return line_chart(labels, series, title=f"Pacing of {campaign.name}: plan against delivery")
+    return line_chart(
+        labels, series, title=f"Pacing of {campaign.name}: plan against delivery", counts=metric == "plays"
+    )
 
 
 @get(BASE + "/{campaign_id:int}", include_in_schema=False)

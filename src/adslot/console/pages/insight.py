@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import multiprocessing
 import time
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import anyio.to_thread
 from litestar import Request, Response, get, post
@@ -91,14 +94,23 @@ async def _page(
     advertisers = await env.run_sync(campaigns_repo.list_advertisers)
     found = await env.run_sync(campaigns_repo.list_campaigns)
     chart = None
+    partial: dict[str, int] = {}
     if report is not None and report.days:
+        if report.campaign_id is not None:
+            picked = next((c for c in found if c.id == report.campaign_id), None)
+            timezone = picked.timezone if picked else "UTC"
+        else:
+            timezone = form.get("timezone") or "UTC"
+        covered = hours_by_day(timezone, report.start, report.start + report.hours * 3600)
+        partial = {d: h for d, h in covered.items() if h < 24}
         chart = line_chart(
-            [d.date for d in report.days],
+            [day_label(d.date, partial.get(d.date)) for d in report.days],
             [
                 Series("targeted slots", [float(d.slots) for d in report.days]),
                 Series("expected plays", [float(d.plays) for d in report.days]),
             ],
-            title="Expected plays by day",
+            title="Targeted slots and expected plays by day",
+            partial={i for i, d in enumerate(report.days) if d.date in partial},
         )
     return render(
         request,
@@ -109,6 +121,7 @@ async def _page(
         report=report,
         error=error,
         chart=chart,
+        partial_days=partial,
         campaigns=found,
         advertiser_options=[(a.id, a.name) for a in advertisers],
         days=DAYS,
@@ -118,6 +131,24 @@ async def _page(
         campaign=None,
         max_hours=MAX_HOURS,
     )
+
+
+def hours_by_day(timezone: str, start: int, end: int) -> dict[str, int]:
+    """The hours of [start, end) on each local date: fewer than 24 (a DST day aside) is a day the window
+    cuts, whose figures are not comparable with a whole day's."""
+    try:
+        zone: dt.tzinfo = ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        zone = dt.UTC
+    hours: Counter[str] = Counter()
+    for at in range(start - start % 3600, end, 3600):
+        hours[dt.datetime.fromtimestamp(at, zone).date().isoformat()] += 1
+    return dict(hours)
+
+
+def day_label(date: str, hours: int | None) -> str:
+    day = dt.date.fromisoformat(date)
+    return f"{day:%a} {day.day} {day:%b}" + (f" ({hours} h)" if hours is not None else "")
 
 
 @get(ROOT + "/{env_name:str}/forecast", include_in_schema=False)

@@ -11,14 +11,14 @@ from litestar import Request, Response, get
 from litestar.response import Stream
 
 from adslot.api.reports import CSV, attachment, stream_playlog
-from adslot.console.charts import Series, line_chart
+from adslot.campaigns import repository as campaigns_repo
+from adslot.console import report_table
 from adslot.console.figures import DAY
 from adslot.console.web import ROOT, EnvName, console_of, render
 from adslot.errors import ApiError
 from adslot.reporting import query as q
-from adslot.reporting.formats import delivery_columns, delivery_csv
+from adslot.reporting.formats import delivery_csv
 from adslot.reporting.repository import delivery_report, playlog_page
-from adslot.reporting.schemas import DeliveryReport
 
 PLAYLOG_PAGE = 100
 
@@ -65,25 +65,6 @@ def _delivery_query(request: Request[Any, Any, Any], now: int) -> tuple[q.Delive
     return query, form
 
 
-def delivery_chart(report: DeliveryReport) -> Any:
-    """Plays and fills per row, over time when grouped by day or hour, else per group."""
-    if not report.rows:
-        return None
-    labels = []
-    for row in report.rows:
-        parts = [
-            str(getattr(row, d))
-            for d in ("day", "hour", "campaign_id", "creative_id", "venue_id", "screen_id")
-            if d.removesuffix("_id") in report.group_by and getattr(row, d, None) is not None
-        ]
-        labels.append(" ".join(parts) or "all")
-    series = [
-        Series("plays", [float(r.plays) for r in report.rows]),
-        Series("fills", [float(r.fills) for r in report.rows]),
-    ]
-    return line_chart(labels, series, title="Plays and fills per row of the report")
-
-
 @get(ROOT + "/{env_name:str}/reports", include_in_schema=False)
 async def reports(request: Request[Any, Any, Any], env_name: EnvName) -> Response[str]:
     env = console_of(request).env(env_name)
@@ -91,9 +72,13 @@ async def reports(request: Request[Any, Any, Any], env_name: EnvName) -> Respons
     report = None
     error = None
     form: dict[str, Any] = {}
+    names: dict[int, str] = {}
     try:
         query, form = _delivery_query(request, now)
         report = await env.run_sync(lambda c: delivery_report(c, query, now))
+        if "campaign" in report.group_by:
+            found = await env.run_sync(campaigns_repo.list_campaigns)
+            names = {c.id: c.name for c in found}
     except ApiError as exc:
         error = exc
         form = dict(request.query_params) | form
@@ -103,8 +88,11 @@ async def reports(request: Request[Any, Any, Any], env_name: EnvName) -> Respons
         env=env,
         title="Reports",
         report=report,
-        columns=delivery_columns(report) if report else (),
-        chart=delivery_chart(report) if report else None,
+        columns=report_table.columns(report) if report else (),
+        cell=lambda row, key: report_table.cell(row, key, names),
+        invalid_detail=report_table.invalid_detail,
+        csv_only=report_table.CSV_ONLY,
+        chart=report_table.chart(report, names) if report else None,
         form=form,
         error=error,
         dimensions=q.DIMENSIONS,
