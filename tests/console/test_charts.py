@@ -129,3 +129,9 @@ def test_a_partial_bucket_is_dotted_and_hollow_not_a_fall() -> None:
     assert {e.tag for e in partial} == {f"{SVG}polyline", f"{SVG}circle"}
     whole = [e for e in svg.findall(f"{SVG}polyline") if e.get("class") == "series"]
     assert len(whole) == 1 and len((whole[0].get("points") or "").split()) == 3
+
+
+def test_lone_points_of_coinciding_series_are_nested_dots() -> None:
+    svg = ET.fromstring(str(line_chart(["a"], [Series("fills", [4]), Series("plays", [4])], title="t")))
+    radii = [float(c.get("r") or 0) for c in svg.findall(f"{SVG}circle")]
+    assert len(radii) == 2 and radii[0] > radii[1]

@@ -261,6 +261,7 @@ def test_a_report_by_day_is_a_line_over_time(browser: Browser, shots: Path) -> N
     assert svg.locator("polyline, circle").count() >= 1
     assert_readable(svg)
     assert_fits(page)
+    svg.screenshot(path=str(shots / "reports-by-day.png"))
 
 
 def test_the_forecast_shows_its_cut_last_day_as_partial(browser: Browser, shots: Path) -> None:

@@ -3,6 +3,7 @@ and a line for time."""
 
 from __future__ import annotations
 
+import datetime as dt
 import xml.etree.ElementTree as ET
 from typing import Any
 
@@ -32,11 +33,21 @@ FIGURES: dict[str, Any] = {
 }
 
 
-def report(group_by: list[str], rows: list[DeliveryRow]) -> DeliveryReport:
+def epoch(text: str) -> int:
+    return int(dt.datetime.fromisoformat(text).timestamp())
+
+
+def report(
+    group_by: list[str],
+    rows: list[DeliveryRow],
+    start: int = 0,
+    end: int = 86400,
+    timezone: str = "Europe/Berlin",
+) -> DeliveryReport:
     return DeliveryReport(
-        from_=0,
-        to=86400,
-        timezone="Europe/Berlin",
+        from_=start,
+        to=end,
+        timezone=timezone,
         group_by=group_by,
         filters=Filters(None, None, None),
         rows=rows,
@@ -87,16 +98,26 @@ def test_a_report_by_day_and_campaign_is_one_line_over_the_days_summed() -> None
         DeliveryRow(**(FIGURES | {"plays": 4, "fills": 4}), campaign_id=2, day="2026-12-02"),
         DeliveryRow(**(FIGURES | {"plays": 3, "fills": 3}), campaign_id=1, day="2026-12-01"),
     ]
-    chart = report_table.chart(report(["campaign", "day"], rows), {})
+    berlin_days = (epoch("2026-12-01T00:00:00+01:00"), epoch("2026-12-04T00:00:00+01:00"))
+    chart = report_table.chart(report(["campaign", "day"], rows, *berlin_days), {})
     assert chart is not None
     svg = ET.fromstring(str(chart))
     assert "line" in (svg.get("class") or "") and not [
         r for r in svg.iter(f"{SVG}rect") if r.get("class") == "bar"
     ]
     days = [t.text for t in svg.iter(f"{SVG}text") if t.get("class") == "tick"]
-    assert days == ["Tue 1 Dec", "Wed 2 Dec"]
+    assert days == ["Tue 1 Dec", "Wed 2 Dec", "Thu 3 Dec"]  # the 3rd had no delivery: a 0, not left out
+    line = [p for p in svg.findall(f"{SVG}polyline") if p.get("class") == "series"][-1]
+    assert len((line.get("points") or "").split()) == 3
     ticks = [t.text for t in svg.iter(f"{SVG}text") if t.get("class") == "tick value"]
     assert ticks[-1] == "10"  # 5 + 4 on the 2nd, in whole steps
+
+
+def test_an_hourly_chart_has_every_local_hour_of_the_range_even_at_a_half_hour_offset() -> None:
+    start = epoch("2026-12-01T00:00:00+05:30")
+    rows = [DeliveryRow(**FIGURES, hour="2026-12-01T10:00:00+05:30")]
+    hours = report_table.time_buckets(report(["hour"], rows, start, start + 86400, "Asia/Kolkata"), "hour")
+    assert len(hours) == 24 and hours[0].isoformat() == "2026-12-01T00:00:00+05:30"
 
 
 def test_an_ungrouped_or_empty_report_has_no_chart() -> None:

@@ -207,7 +207,8 @@ def line_chart(
                 elif len(run) == 1:
                     i = segment[0]
                     parts.append(
-                        f'<circle cx="{x(i):.1f}" cy="{y(item.values[i] or 0):.1f}" r="3" fill="{colour}"/>'
+                        f'<circle cx="{x(i):.1f}" cy="{y(item.values[i] or 0):.1f}" r="{stroke + 1:g}" '
+                        f'fill="{colour}"/>'
                     )
             for i in run:
                 if i in partial:

@@ -10,6 +10,7 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import msgspec
 from markupsafe import Markup
@@ -51,6 +52,8 @@ DIMENSIONS = {
     "hour": "Hour",
 }
 CATEGORIES = ("campaign_id", "creative_id", "venue_id", "screen_id")
+QUARTER_HOUR = 900
+"""Time zones are offset from UTC by whole quarters of an hour: a step that meets every local hour's start."""
 MOST_BARS = 20
 """Categories a bar chart shows, those with the most plays: past that, the table and the CSV have the rest."""
 
@@ -98,12 +101,29 @@ def cell(row: DeliveryRow, key: str, names: Mapping[int, str]) -> str:
     return str(value)
 
 
-def _time_label(key: str, value: str) -> str:
-    if key == "day":
-        day = dt.date.fromisoformat(value)
-        return f"{day:%a} {day.day} {day:%b}"
-    hour = dt.datetime.fromisoformat(value)
-    return f"{hour:%a} {hour.day} {hour:%H}h"
+def _time_label(key: str, at: dt.datetime) -> str:
+    return f"{at:%a} {at.day} {at:%b}" if key == "day" else f"{at:%a} {at.day} {at:%H}h"
+
+
+def time_buckets(report: DeliveryReport, key: str) -> list[dt.datetime]:
+    """Every day or hour of the report's range in its time zone, those without delivery too: a line over
+    time must not join two days with delivery across a day without it."""
+    zone = ZoneInfo(report.timezone)
+    found: set[dt.datetime] = set()
+    for at in range(report.from_, report.to, QUARTER_HOUR):
+        local = dt.datetime.fromtimestamp(at, zone)
+        found.add(
+            local.replace(hour=0, minute=0, second=0) if key == "day" else local.replace(minute=0, second=0)
+        )
+    return sorted(found)
+
+
+def _bucket_key(key: str, at: dt.datetime) -> str | int:
+    return at.date().isoformat() if key == "day" else int(at.timestamp())
+
+
+def _row_key(key: str, value: str) -> str | int:
+    return value if key == "day" else int(dt.datetime.fromisoformat(value).timestamp())
 
 
 def chart(report: DeliveryReport, names: Mapping[int, str]) -> Markup | None:
@@ -113,16 +133,20 @@ def chart(report: DeliveryReport, names: Mapping[int, str]) -> Markup | None:
         return None
     time_key = next((k for k in ("hour", "day") if k in dimension_columns(report.group_by)), None)
     if time_key is not None:
-        plays: dict[str, float] = {}
-        fills: dict[str, float] = {}
+        plays: dict[str | int, float] = {}
+        fills: dict[str | int, float] = {}
         for row in report.rows:
-            at = str(getattr(row, time_key))
+            at = _row_key(time_key, str(getattr(row, time_key)))
             plays[at] = plays.get(at, 0.0) + row.plays
             fills[at] = fills.get(at, 0.0) + row.fills
-        order = sorted(plays, key=lambda v: dt.datetime.fromisoformat(v))
+        buckets = time_buckets(report, time_key)
+        bucket_keys = [_bucket_key(time_key, b) for b in buckets]
         return line_chart(
-            [_time_label(time_key, at) for at in order],
-            [Series("fills", [fills[at] for at in order]), Series("plays", [plays[at] for at in order])],
+            [_time_label(time_key, b) for b in buckets],
+            [
+                Series("fills", [fills.get(k, 0.0) for k in bucket_keys]),
+                Series("plays", [plays.get(k, 0.0) for k in bucket_keys]),
+            ],
             title=f"Fills and plays by {time_key} ({report.timezone})",
         )
     keys = [k for k in dimension_columns(report.group_by) if k in CATEGORIES]
