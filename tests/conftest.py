@@ -173,6 +173,35 @@ class LiveServer:
         self.server = self.thread = None
 
 
+def add_live_campaign(conn: sa.Connection, advertiser_name: str, name: str, now: int) -> tuple[int, int]:
+    """A campaign of a new advertiser, running for a month on PROD_VENUE with a 15 s creative: its ids."""
+    advertiser = create_advertiser(conn, AdvertiserIn(name=advertiser_name))
+    campaign = create_campaign(
+        conn,
+        CampaignIn(
+            advertiser_id=advertiser.id,
+            name=name,
+            start_at=now - 3600,
+            end_at=now + 30 * 86400,
+            venue_ids=[PROD_VENUE],
+        ),
+    )
+    creative = add_creative(
+        conn,
+        campaign.id,
+        CreativeIn(
+            name=f"{advertiser_name} 15s",
+            media_url=f"https://cdn.example.test/{advertiser_name.lower()}.mp4",
+            mime_type="video/mp4",
+            width=1920,
+            height=1080,
+            duration_seconds=15,
+            bitrate_kbps=4000,
+        ),
+    )
+    return campaign.id, creative.id
+
+
 def seed_production(settings: Settings) -> dict[str, Any]:
     """A registered venue with a live campaign, and one venue with nothing to play."""
     env = settings.environment("production")
@@ -182,33 +211,10 @@ def seed_production(settings: Settings) -> dict[str, Any]:
     with engine.begin() as conn:
         create_venue(conn, VenueIn(venue_id=PROD_VENUE, name="Venue one", timezone="Europe/Berlin"))
         create_venue(conn, VenueIn(venue_id="venue-empty", name="No campaigns here"))
-        advertiser = create_advertiser(conn, AdvertiserIn(name="Acme"))
-        campaign = create_campaign(
-            conn,
-            CampaignIn(
-                advertiser_id=advertiser.id,
-                name="Acme spring",
-                start_at=now - 3600,
-                end_at=now + 30 * 86400,
-                venue_ids=[PROD_VENUE],
-            ),
-        )
-        creative = add_creative(
-            conn,
-            campaign.id,
-            CreativeIn(
-                name="Acme 15s",
-                media_url="https://cdn.example.test/acme.mp4",
-                mime_type="video/mp4",
-                width=1920,
-                height=1080,
-                duration_seconds=15,
-                bitrate_kbps=4000,
-            ),
-        )
+        campaign_id, creative_id = add_live_campaign(conn, "Acme", "Acme spring", now)
         bump_version(conn)
     engine.dispose()
-    return {"campaign_id": campaign.id, "creative_id": creative.id}
+    return {"campaign_id": campaign_id, "creative_id": creative_id}
 
 
 def make_keys(settings: Settings) -> Keys:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -39,6 +41,16 @@ def console_live(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     server.stop()
     if schemas:
         drop_schemas(schemas)
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where browser tests save screenshots: ADSLOT_CONSOLE_SCREENSHOTS (docs/console for the docs'), else a
+    temporary folder."""
+    folder = os.environ.get("ADSLOT_CONSOLE_SCREENSHOTS")
+    path = Path(folder) if folder else tmp_path_factory.mktemp("console-shots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def csrf_of(html: str) -> str:

@@ -2,14 +2,12 @@
 delivery: whole-number count ticks, no label over another or cut by its chart, coinciding series all visible,
 bars for categories and lines for time, a report that fits a 1280 px window, a readable venue search.
 
-Screenshots go to ADSLOT_CONSOLE_SCREENSHOTS (docs/console to refresh the documentation's), else to a
-temporary folder.
+Screenshots go where test_console_browser's `shots` says (docs/console to refresh the documentation's).
 """
 
 from __future__ import annotations
 
 import base64
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,14 +16,13 @@ from typing import Any
 import httpx
 import pytest
 
-from adslot.campaigns.repository import add_creative, create_advertiser, create_campaign
-from adslot.campaigns.schemas import AdvertiserIn, CampaignIn, CreativeIn
 from adslot.catalog import bump_version
 from adslot.console.charts import PALETTE
 from adslot.storage.database import make_engine
 from tests.conftest import (
     PROD_VENUE,
     LiveServer,
+    add_live_campaign,
     drop_schemas,
     free_port,
     make_keys,
@@ -85,31 +82,7 @@ def seed_second_campaign(live_settings: Any) -> None:
     engine = make_engine(live_settings.environment("production"))
     try:
         with engine.begin() as conn:
-            advertiser = create_advertiser(conn, AdvertiserIn(name="Zenith"))
-            now = play_time(0)
-            campaign = create_campaign(
-                conn,
-                CampaignIn(
-                    advertiser_id=advertiser.id,
-                    name=SECOND_CAMPAIGN,
-                    start_at=now - 3600,
-                    end_at=now + 30 * 86400,
-                    venue_ids=[PROD_VENUE],
-                ),
-            )
-            add_creative(
-                conn,
-                campaign.id,
-                CreativeIn(
-                    name="Zenith 15s",
-                    media_url="https://cdn.example.test/zenith.mp4",
-                    mime_type="video/mp4",
-                    width=1920,
-                    height=1080,
-                    duration_seconds=15,
-                    bitrate_kbps=4000,
-                ),
-            )
+            add_live_campaign(conn, "Zenith", SECOND_CAMPAIGN, play_time(0))
             bump_version(conn)
     finally:
         engine.dispose()
@@ -146,14 +119,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     server.stop()
     if schemas:
         drop_schemas(schemas)
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = os.environ.get("ADSLOT_CONSOLE_SCREENSHOTS")
-    path = Path(folder) if folder else tmp_path_factory.mktemp("chart-shots")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 @pytest.fixture()

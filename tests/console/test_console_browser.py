@@ -7,7 +7,6 @@ temporary folder; those of the dashboard, reports and forecast are test_charts_b
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,14 +40,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     server.stop()
     if schemas:
         drop_schemas(schemas)
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = os.environ.get("ADSLOT_CONSOLE_SCREENSHOTS")
-    path = Path(folder) if folder else tmp_path_factory.mktemp("console-shots")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 class Browser:
