@@ -15,6 +15,7 @@ from adslot.auth.keys import SCOPE_AD_REQUEST
 from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.ids import uuid7
+from adslot.ledger.records import NoFill
 from adslot.sandbox.seed import NO_FILL_VENUE
 from adslot.serving.fill import SlotRequest, Timing, fill_slot
 from adslot.vast.wrapper import build_wrapper
@@ -170,6 +171,9 @@ async def _ad_request(
     assert catalog is not None
     if env.name == "sandbox":
         if request.venue_id == NO_FILL_VENUE:
+            # Counted as production counts an ad request it cannot fill: the dashboard's requests include it.
+            no_fill = NoFill(request.venue_id, request.screen_id, request.play_time, account.key_id)
+            await env.writer.submit(no_fill)
             return Reply(204, headers=[NO_STORE])
     elif request.venue_id not in catalog.venues:
         raise ApiError(422, "unknown_venue", f"venue {request.venue_id!r} is not registered", "venue_id")

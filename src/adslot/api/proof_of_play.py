@@ -19,6 +19,7 @@ from adslot.decision.model import Creative
 from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.ids import parse_uuid
+from adslot.ledger.ivt import HINTS
 from adslot.ledger.records import AdRequest, Fire, Verdict
 from adslot.telemetry.metrics import Meters
 from adslot.vast.buyer import NotVast, with_adslot_pixels, wrapper_to
@@ -102,8 +103,9 @@ def begin_event(
     if verdict is None:
         env.meters.pop(event, "limited")
         return pixels_limited()
+    reply = _explained_reply if env.explains_flags else _event_reply
     # The canonical form the pattern accepted, lowercased, is exactly str(ad_request_id), and cheaper.
-    return Pending(verdict, partial(_event_reply, ad_request_uuid.lower(), event, now, env.meters))  # type: ignore[union-attr]
+    return Pending(verdict, partial(reply, ad_request_uuid.lower(), event, now, env.meters))  # type: ignore[union-attr]
 
 
 def _event_reply(canonical: str, event: str, now: int, meters: Meters, verdict: Verdict) -> Reply:
@@ -123,6 +125,18 @@ def _event_reply(canonical: str, event: str, now: int, meters: Meters, verdict: 
     # and the reports say it was invalid, the player learns nothing it could evade the rules with.
     outcome = "counted" if verdict.outcome == "invalid" else verdict.outcome
     return json_reply(200, {"ad_request_uuid": canonical, "event": event, "result": outcome}, NO_STORE)
+
+
+def _explained_reply(canonical: str, event: str, now: int, meters: Meters, verdict: Verdict) -> Reply:
+    """The sandbox's answer: a flagged fire says which rule flagged it and what the player did wrong, since
+    the sandbox is where an integrator learns it; every other fire is answered as in production."""
+    hint = HINTS.get(verdict.reason or "") if verdict.outcome == "invalid" else None
+    if hint is None:
+        return _event_reply(canonical, event, now, meters, verdict)
+    meters.pop(event, verdict.outcome)
+    body = {"ad_request_uuid": canonical, "event": event, "result": "flagged"}
+    body |= {"rule": str(verdict.reason), "hint": hint}
+    return json_reply(200, body, NO_STORE)
 
 
 async def answered(started: Reply | Pending) -> Reply:

@@ -19,6 +19,7 @@ BEHIND_SHARE = 0.9
 class Delivered:
     plays: int = 0
     impressions: float = 0.0
+    fills: int = 0
 
     def of(self, metric: str, cpm: float | None) -> float:
         if metric == "plays":

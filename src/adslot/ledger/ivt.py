@@ -28,6 +28,18 @@ from adslot.settings import Settings
 IvtReason = Literal["too_fast", "out_of_order", "foreign_network", "burst"]
 RULES: tuple[IvtReason, ...] = ("too_fast", "out_of_order", "foreign_network", "burst")
 
+HINTS: dict[str, str] = {
+    "too_fast": "events arrived faster than the creative plays: fire each quartile when playback reaches it, "
+    "a quarter of the creative's duration after the one before",
+    "out_of_order": "an event arrived before one that comes earlier in a play: fire start, firstQuartile, "
+    "midpoint, thirdQuartile and complete in that order",
+    "foreign_network": "the fire came from another network than its ad request: fire the pixels from the "
+    "player that asked for the ad",
+    "burst": "more first impressions came from this network within the burst window than the rule allows: "
+    "one ad request per slot and screen, played before the next",
+}
+"""What the sandbox tells an integrator whose fire a rule flagged (production answers it as counted)."""
+
 RANKS = (0, 0, 1, 2, 3, 4)
 """How far into a play each event of records.EVENT_COLUMNS comes, in quarters of the creative (impression
 and start both at its start)."""

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from adslot.auth.keys import SCOPE_AD_REQUEST
 from adslot.ledger.records import SETTLE_GRACE_SECONDS
-from adslot.storage.tables import accounts, ad_requests, api_keys, key_stats
+from adslot.storage.tables import accounts, ad_requests, api_keys, invalid_fires, key_stats
 
 HOUR = 3600
 DAY = 24 * HOUR
@@ -189,6 +189,9 @@ class IntegrationHealth:
     revoked_at: int | None
     counts: Counts
     criteria: Criteria
+    flagged: dict[str, int]
+    """Fires the invalid-traffic rules flagged (ledger/ivt.py), per rule that flagged some: never counted, so
+    a rule that catches a player's quartiles lowers its quartiles criterion."""
 
 
 def _traffic(conn: sa.Connection, window: HealthWindow) -> dict[int, dict[str, int]]:
@@ -255,12 +258,30 @@ def _outcomes(conn: sa.Connection, window: HealthWindow) -> dict[int, dict[str, 
     return found
 
 
+def _flagged(conn: sa.Connection, window: HealthWindow) -> dict[int, dict[str, int]]:
+    """Per key: the fires of its ad requests over the window that each invalid-traffic rule flagged."""
+    t = ad_requests.c
+    reason = invalid_fires.c.reason
+    statement = (
+        sa.select(t.key_id, reason, sa.func.count().label("fires"))
+        .select_from(invalid_fires.join(ad_requests, invalid_fires.c.ad_request_id == t.id))
+        .where(t.play_time >= window.start, t.key_id.is_not(None))
+        .group_by(t.key_id, reason)
+        .order_by(t.key_id, reason)
+    )
+    found: dict[int, dict[str, int]] = {}
+    for row in conn.execute(statement):
+        found.setdefault(int(row.key_id), {})[str(row.reason)] = int(row.fires)
+    return found
+
+
 def integration_health(conn: sa.Connection, now: int, days: int = DEFAULT_DAYS) -> list[IntegrationHealth]:
     """Each key's health over the window, by key id: every key that may ask for ads (not revoked, with the
     ad_request scope), and every other key that had traffic in the window (revoked since, say)."""
     window = health_window(now, days)
     traffic = _traffic(conn, window)
     outcomes = _outcomes(conn, window)
+    flagged = _flagged(conn, window)
     keys = conn.execute(
         sa.select(
             api_keys.c.id,
@@ -290,6 +311,7 @@ def integration_health(conn: sa.Connection, now: int, days: int = DEFAULT_DAYS) 
                     revoked_at=key.revoked_at,
                     counts=counts,
                     criteria=assess(counts),
+                    flagged=flagged.get(key_id, {}),
                 )
             )
     return found

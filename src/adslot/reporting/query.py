@@ -115,14 +115,14 @@ def identifier(value: str | None, name: str) -> str | None:
     return text
 
 
-def time_range(start: str | None, end: str | None, max_days: int) -> tuple[int, int]:
-    """[from, to) in UTC epoch seconds, from before to, at most max_days long."""
+def time_range(start: str | None, end: str | None, max_days: int | None) -> tuple[int, int]:
+    """[from, to) in UTC epoch seconds, from before to, at most max_days long (None: any length)."""
     what = "UTC epoch seconds"
     first = integer(start, "from", 0, MAX_EPOCH, what)
     last = integer(end, "to", 0, MAX_EPOCH, what)
     if last <= first:
         raise ApiError(400, "invalid_field", "to must be after from", "to")
-    if last - first > max_days * 86_400:
+    if max_days is not None and last - first > max_days * 86_400:
         raise ApiError(400, "invalid_field", f"from and to may be at most {max_days} days apart", "to")
     return first, last
 
@@ -175,8 +175,11 @@ def parse_delivery(
     venue_id: str | None = None,
     screen_id: str | None = None,
     fmt: str | None = None,
+    max_days: int | None = DELIVERY_MAX_DAYS,
 ) -> DeliveryQuery:
-    first, last = time_range(start, end, DELIVERY_MAX_DAYS)
+    """The API's and the CLI's delivery query, at most DELIVERY_MAX_DAYS long; the console asks with
+    max_days None for a whole flight (repository.delivery_report reads any range window by window)."""
+    first, last = time_range(start, end, max_days)
     name, zone = time_zone(timezone)
     return DeliveryQuery(
         start=first,

@@ -9,6 +9,7 @@ parameters are not.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import uuid
 from collections.abc import Iterator, Mapping
@@ -20,7 +21,7 @@ from adslot.errors import ApiError
 from adslot.reporting.aggregate import TABLE_COLUMNS, fold, grouped_table_columns
 from adslot.reporting.buckets import DAY, HOUR, Segment, offset_at, segments, whole_hours
 from adslot.reporting.invalid import invalid_figures
-from adslot.reporting.query import Cursor, DeliveryQuery, PlaylogQuery
+from adslot.reporting.query import DELIVERY_MAX_DAYS, Cursor, DeliveryQuery, PlaylogQuery
 from adslot.reporting.schemas import PLAY_COLUMNS, DeliveryReport, PlaylogPage, PlayRow
 from adslot.storage.tables import ad_requests, invalid_fires, report_rollups, request_stats
 
@@ -231,12 +232,29 @@ def requests_attributable(query: DeliveryQuery, found: list[Segment]) -> bool:
     return not query.requests_by_campaign and whole_hours(found, query.start, query.end)
 
 
+def windows(start: int, end: int, days: int = DELIVERY_MAX_DAYS) -> Iterator[tuple[int, int]]:
+    """[start, end) cut into consecutive ranges of at most `days` days: the longest the API reads at once."""
+    size = days * DAY
+    for first in range(start, end, size):
+        yield first, min(first + size, end)
+
+
 def delivery_report(conn: sa.Connection, query: DeliveryQuery, now: int) -> DeliveryReport:
-    """The delivery report; `now` decides which unplayed ad requests have expired."""
-    found = segments(query.zone, query.start, query.end) if query.by_time else [Segment(query.start, 0)]
-    delivery = delivery_groups(conn, query, found, now) + rolled_groups(conn, query, found)
-    delivery += invalid_groups(conn, query, found)
-    requests = request_groups(conn, query, found) if requests_attributable(query, found) else None
+    """The delivery report; `now` decides which unplayed ad requests have expired.
+
+    A range longer than DELIVERY_MAX_DAYS (the console's whole flights; the API refuses one) is read window
+    by window and folded as one: a row that spans two windows (a local day) sums its groups from both."""
+    delivery: list[dict[str, Any]] = []
+    requests: list[dict[str, Any]] | None = []
+    for start, end in windows(query.start, query.end):
+        part = dataclasses.replace(query, start=start, end=end)
+        found = segments(part.zone, start, end) if part.by_time else [Segment(start, 0)]
+        delivery += delivery_groups(conn, part, found, now) + rolled_groups(conn, part, found)
+        delivery += invalid_groups(conn, part, found)
+        if requests is not None and requests_attributable(part, found):
+            requests += request_groups(conn, part, found)
+        else:
+            requests = None
     return fold(query, delivery, requests)
 
 

@@ -21,7 +21,7 @@ from adslot.campaigns.schemas import (
     CreativePatch,
 )
 from adslot.console.charts import Series, line_chart
-from adslot.console.figures import DAY, HOUR, delivery, goal_progress, hour_floor
+from adslot.console.figures import DAY, HOUR, campaign_delivery, delivery, hour_floor
 from adslot.console.forms import Form, decode, drop_none, number, text, utc_input, utc_time, words
 from adslot.console.pacing import Delivered, cumulative, plan_line
 from adslot.console.roles import TRAFFIC
@@ -196,7 +196,7 @@ async def _list_page(
         title="Campaigns",
         campaigns=found,
         advertisers=advertisers,
-        goals=await goal_progress(env, found, now),
+        delivered=await campaign_delivery(env, found, now),
         now=now,
         error=error,
         form=form or {},
@@ -406,7 +406,7 @@ async def _detail(
     for row in report.rows:
         at = int(dt.datetime.fromisoformat(str(row.hour)).timestamp())
         hourly[at] = Delivered(row.plays, row.impressions).of(metric, campaign.cpm)
-    goals = (await goal_progress(env, [campaign], now))[campaign.id]
+    goals = (await campaign_delivery(env, [campaign], now))[campaign.id].goals
     mount = env.config.mount_path
     return render(
         request,

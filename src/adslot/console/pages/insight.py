@@ -24,6 +24,7 @@ from adslot.console.pages.campaigns import CAP_ROWS, DAYPART_ROWS, RULE_SETS, ca
 from adslot.console.web import ROOT, EnvName, console_of, form_fields, render
 from adslot.environment import Environment
 from adslot.errors import ApiError
+from adslot.ledger.ivt import HINTS
 from adslot.reporting import health
 from adslot.settings import EnvironmentSettings
 from adslot.simulation.forecast import (
@@ -60,6 +61,7 @@ async def health_page(request: Request[Any, Any, Any], env_name: EnvName) -> Res
         days=health.DEFAULT_DAYS,
         min_sample=health.MIN_SAMPLE,
         min_hours=health.VOLUME_MIN_HOURS,
+        hints=HINTS,
     )
 
 

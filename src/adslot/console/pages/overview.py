@@ -10,7 +10,7 @@ from litestar import Request, Response, get
 
 from adslot.campaigns import repository as campaigns_repo
 from adslot.console.charts import Series, line_chart
-from adslot.console.figures import DAY, HOUR, delivery, goal_progress, hour_floor
+from adslot.console.figures import DAY, HOUR, campaign_delivery, delivery, hour_floor
 from adslot.console.web import ROOT, EnvName, console_of, render
 
 
@@ -40,8 +40,8 @@ async def dashboard(request: Request[Any, Any, Any], env_name: EnvName) -> Respo
     labels = [time.strftime("%a %Hh", time.gmtime(h)) for h in hours]
     live = await env.run_sync(lambda c: campaigns_repo.list_campaigns(c, status="active"))
     running = [c for c in live if c.start_at <= now < c.end_at]
-    goals = await goal_progress(env, running, now)
-    behind = [(c, [g for g in goals[c.id] if g.behind]) for c in running]
+    delivered = await campaign_delivery(env, running, now)
+    behind = [(c, [g for g in delivered[c.id].goals if g.behind]) for c in running]
     return render(
         request,
         "dashboard.html",

@@ -91,6 +91,7 @@ async def reports(request: Request[Any, Any, Any], env_name: EnvName) -> Respons
         columns=report_table.columns(report) if report else (),
         cell=lambda row, key: report_table.cell(row, key, names),
         invalid_detail=report_table.invalid_detail,
+        invalid_total=report_table.invalid_total,
         csv_only=report_table.CSV_ONLY,
         chart=report_table.chart(report, names) if report else None,
         form=form,
