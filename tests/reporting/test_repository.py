@@ -312,3 +312,60 @@ def test_playlog_rows_carry_the_proof_of_play_record_and_filter_by_screen(db: sa
     assert figures(only, "impression_at", "start_at", "first_quartile_at", "complete_at") == (T, T, None, T)
     assert (only.duplicate_count, only.late_count, page.next_cursor) == (3, 1, None)
     assert [[r.screen_id for r in batch] for batch in batches] == [["s1", "s2"]]
+
+
+def test_a_range_longer_than_the_apis_limit_is_read_window_by_window_to_the_sum_of_its_windows(
+    db: sa.Engine,
+) -> None:
+    day = 86_400
+    start = T - 10 * 365 * day  # a ten-year flight ending at T: rows in its first, middle and last windows
+    insert(
+        db,
+        [
+            played(start, "start", impressions=2.0),
+            played(start + 366 * day - 1, "start", "complete"),  # the first window's last second
+            played(start + 366 * day, "start"),  # the second window's first
+            played(start + 5 * 365 * day + 7200, venue_id="v2"),
+            ad_request(T - 3600, settle_reason="released", settled_at=T - 3500),
+        ],
+        [stat("v1", start, 4), stat("v1", T - 3600, 3)],
+    )
+    whole = report(db, start=str(start), end=str(T), group_by="venue", max_days=None)  # type: ignore[arg-type]
+    parts = [
+        report(db, start=str(first), end=str(last), group_by="venue")
+        for first, last in repository.windows(start, T)
+    ]
+    assert len(parts) == 10
+    names = ("requests", "fills", "plays", "impressions", "starts", "completes", "released")
+    for row in whole.rows:
+        summed = [
+            sum(getattr(r, name) for part in parts for r in part.rows if r.venue_id == row.venue_id)
+            for name in names
+        ]
+        assert summed == [getattr(row, name) for name in names]
+    assert (whole.totals.fills, whole.totals.plays, whole.totals.starts, whole.totals.completes) == (
+        5,
+        4,
+        3,
+        1,
+    )
+    assert (whole.totals.requests, whole.totals.released, whole.totals.impressions) == (7, 1, 5.0)
+    with pytest.raises(ApiError) as refused:
+        parse_delivery(start=str(start), end=str(T))  # the API's own limit stands
+    assert refused.value.field == "to"
+
+
+def test_a_local_day_cut_by_a_window_boundary_is_one_row_summing_both_sides(db: sa.Engine) -> None:
+    day = 86_400
+    start = T - 400 * day  # a window boundary at start + 366 days, 10:00 UTC: mid-day in Kolkata too
+    boundary = start + 366 * day
+    insert(db, [played(boundary - 60), played(boundary + 60, "start")])
+    whole = report(
+        db,
+        start=str(start),
+        end=str(T),
+        group_by="day",
+        timezone="Asia/Kolkata",
+        max_days=None,  # type: ignore[arg-type]
+    )
+    assert [(row.day, row.plays, row.starts) for row in whole.rows] == [("2026-04-28", 2, 1)]
