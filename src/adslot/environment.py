@@ -87,9 +87,6 @@ class Environment:
         self.base_url = env.public_url
         self.engine = make_engine(env)
         self.meters = meters_for(env.name)
-        self.explains_flags = env.name == "sandbox"
-        """Whether a pixel the invalid-traffic rules flagged is answered with the rule (api/proof_of_play.py):
-        in the sandbox, where an integrator learns what their player does wrong; production says counted."""
         """This process's tallies of its metrics (telemetry/metrics.py), counted on the hot paths."""
         self.store = ledger_for(env, settings.ledger_socket_dir, ivt_config(settings))
         # On PostgreSQL, concurrent batches that reserve queue on the same counter rows' locks: one at a

@@ -6,6 +6,7 @@ Traffic is a player's: ad requests, no-fills, impressions and quartiles through 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -14,10 +15,14 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
+import sqlalchemy as sa
 
+from adslot.campaigns.repository import create_advertiser, create_campaign
+from adslot.campaigns.schemas import AdvertiserIn, CampaignIn, Cap
 from adslot.reporting.formats import delivery_columns, delivery_value
 from adslot.reporting.query import DELIVERY_MAX_DAYS
 from adslot.reporting.schemas import DeliveryEnvelope, DeliveryReport
+from adslot.storage.database import make_engine
 from tests.conftest import LiveServer, drop_schemas, eventually, start_server
 from tests.console.conftest import create_users, signed_in
 
@@ -354,3 +359,48 @@ def test_the_sandbox_dashboard_counts_its_no_fill_requests_and_its_health_page_n
     health = page(client, "/console/sandbox/health")
     flagged = {e["data-rule"]: int(e["data-value"]) for e in health.where() if "data-rule" in e}
     assert flagged == {"too_fast": 3} == {rule: n for rule, n in totals["invalid"].items() if n}
+
+
+def test_the_campaigns_list_reads_delivery_in_as_many_queries_for_a_hundred_campaigns_as_for_three(
+    console_live: LiveServer, campaigns: dict[str, dict[str, Any]]
+) -> None:
+    """The list's delivery is one report grouped by campaign over the flights' span (and one per time zone of
+    daily goals), not one per campaign: with the same span and zones, the statements that read ad_requests do
+    not grow with the campaigns."""
+    client = signed_in(console_live, "viewer")
+    read: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if "ad_requests" in statement and threading.current_thread() is not threading.main_thread():
+            read.append(statement)
+
+    def reads() -> tuple[int, float]:
+        read.clear()
+        sa.event.listen(sa.engine.Engine, "before_cursor_execute", count)
+        try:
+            started = time.perf_counter()
+            page(client, "/console/production/campaigns")
+            took = time.perf_counter() - started
+        finally:
+            sa.event.remove(sa.engine.Engine, "before_cursor_execute", count)
+        return len(read), took
+
+    few, _ = reads()
+    engine = make_engine(console_live.settings.environment("production"))
+    now = int(time.time())
+    with engine.begin() as conn:
+        advertiser = create_advertiser(conn, AdvertiserIn(name="Hundred"))
+        for n in range(100):
+            body = CampaignIn(
+                advertiser_id=advertiser.id,
+                name=f"hundred-{n}",
+                start_at=now - 3600,
+                end_at=now + (n + 1) * 30 * DAY,  # within the ten-year flight's span
+                timezone="Asia/Kolkata",
+                caps=[Cap("lifetime", "plays", 100), Cap("daily", "plays", 10)],
+            )
+            create_campaign(conn, body)
+    engine.dispose()
+    many, took = reads()
+    assert many == few > 0
+    print(f"campaigns list, {len(campaigns) + 101} campaigns: {many} statements on ad_requests, {took:.3f} s")

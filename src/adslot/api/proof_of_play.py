@@ -103,9 +103,8 @@ def begin_event(
     if verdict is None:
         env.meters.pop(event, "limited")
         return pixels_limited()
-    reply = _explained_reply if env.explains_flags else _event_reply
     # The canonical form the pattern accepted, lowercased, is exactly str(ad_request_id), and cheaper.
-    return Pending(verdict, partial(reply, ad_request_uuid.lower(), event, now, env.meters))  # type: ignore[union-attr]
+    return Pending(verdict, partial(_event_reply, ad_request_uuid.lower(), event, now, env.meters))  # type: ignore[union-attr]
 
 
 def _event_reply(canonical: str, event: str, now: int, meters: Meters, verdict: Verdict) -> Reply:
@@ -121,21 +120,23 @@ def _event_reply(canonical: str, event: str, now: int, meters: Meters, verdict: 
             raise RELEASED
     except ApiError as error:
         return error_reply(error, NO_STORE)
-    # A fire the invalid-traffic rules flagged is answered as a counted one (ledger/ivt.py): the record
-    # and the reports say it was invalid, the player learns nothing it could evade the rules with.
-    outcome = "counted" if verdict.outcome == "invalid" else verdict.outcome
+    # A fire the invalid-traffic rules flagged is answered as a counted one in production (ledger/ivt.py): the
+    # record and the reports say it was invalid, the player learns nothing it could evade the rules with. The
+    # sandbox names the rule: there an integrator learns what their player does wrong. Only a flagged fire
+    # pays for the question.
+    outcome = verdict.outcome
+    if outcome == "invalid":
+        if meters.environment == "sandbox":
+            return _flagged(canonical, event, verdict)
+        outcome = "counted"
     return json_reply(200, {"ad_request_uuid": canonical, "event": event, "result": outcome}, NO_STORE)
 
 
-def _explained_reply(canonical: str, event: str, now: int, meters: Meters, verdict: Verdict) -> Reply:
-    """The sandbox's answer: a flagged fire says which rule flagged it and what the player did wrong, since
-    the sandbox is where an integrator learns it; every other fire is answered as in production."""
-    hint = HINTS.get(verdict.reason or "") if verdict.outcome == "invalid" else None
-    if hint is None:
-        return _event_reply(canonical, event, now, meters, verdict)
-    meters.pop(event, verdict.outcome)
-    body = {"ad_request_uuid": canonical, "event": event, "result": "flagged"}
-    body |= {"rule": str(verdict.reason), "hint": hint}
+def _flagged(canonical: str, event: str, verdict: Verdict) -> Reply:
+    """The sandbox's answer to a flagged fire: the rule, and what the player should do instead."""
+    reason = str(verdict.reason)
+    body = {"ad_request_uuid": canonical, "event": event, "result": "flagged", "rule": reason}
+    body["hint"] = HINTS.get(reason, "")
     return json_reply(200, body, NO_STORE)
 
 
