@@ -265,14 +265,19 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture(scope="module")
-def live(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """One seeded adslot per test module and backend."""
-    server, schemas = start_server(tmp_path_factory.mktemp("adslot"), backend)
+def live_server(tmp: Path, backend: str, **env: str) -> Iterator[LiveServer]:
+    """start_server's seeded adslot, for a module fixture to yield from: stopped, schemas dropped, after."""
+    server, schemas = start_server(tmp, backend, **env)
     yield server
     server.stop()
     if schemas:
         drop_schemas(schemas)
+
+
+@pytest.fixture(scope="module")
+def live(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """One seeded adslot per test module and backend."""
+    yield from live_server(tmp_path_factory.mktemp("adslot"), backend)
 
 
 def cli_databases(backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:

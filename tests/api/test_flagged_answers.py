@@ -11,18 +11,14 @@ import httpx
 import pytest
 
 from adslot.ledger.ivt import HINTS
-from tests.conftest import PROD_VENUE, LiveServer, drop_schemas, start_server
+from tests.conftest import PROD_VENUE, LiveServer, live_server
 
 QUARTILES = ("start", "firstQuartile", "midpoint", "thirdQuartile", "complete")
 
 
 @pytest.fixture(scope="module")
 def live(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    server, schemas = start_server(tmp_path_factory.mktemp("flagged"), backend, ADSLOT_IVT_RULES="")
-    yield server
-    server.stop()
-    if schemas:
-        drop_schemas(schemas)
+    yield from live_server(tmp_path_factory.mktemp("flagged"), backend, ADSLOT_IVT_RULES="")
 
 
 def fire_at_once(live: LiveServer, env: str) -> tuple[dict[str, dict[str, str]], dict[str, object]]:

@@ -15,20 +15,15 @@ import sqlalchemy as sa
 
 from adslot.storage.database import make_engine
 from adslot.storage.tables import invalid_fires
-from tests.conftest import PROD_VENUE, LiveServer, drop_schemas, start_server
+from tests.conftest import PROD_VENUE, LiveServer, live_server
 
 SCREEN = "ivt-screen"
 
 
 @pytest.fixture(scope="module")
 def live(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    server, schemas = start_server(
-        tmp_path_factory.mktemp("ivt"), backend, ADSLOT_IVT_RULES="", ADSLOT_TRUSTED_PROXIES="127.0.0.1"
-    )
-    yield server
-    server.stop()
-    if schemas:
-        drop_schemas(schemas)
+    rules = {"ADSLOT_IVT_RULES": "", "ADSLOT_TRUSTED_PROXIES": "127.0.0.1"}
+    yield from live_server(tmp_path_factory.mktemp("ivt"), backend, **rules)
 
 
 def ad_request(http: httpx.Client, live: LiveServer, client: str) -> str:

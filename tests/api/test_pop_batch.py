@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from adslot.ids import uuid7
 from adslot.storage.database import make_engine
 from adslot.storage.tables import accounts, ad_requests
-from tests.conftest import LiveServer, drop_schemas, start_server
+from tests.conftest import LiveServer, live_server
 from tests.contract.support import assert_error, issue, record_of
 
 BATCH = "/api/v1/ad/pop/batch"
@@ -26,11 +26,7 @@ BATCH = "/api/v1/ad/pop/batch"
 @pytest.fixture(scope="module")
 def live(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """A seeded adslot with every invalid-traffic rule on, as in production."""
-    server, schemas = start_server(tmp_path_factory.mktemp("pop-batch"), backend, ADSLOT_IVT_RULES="")
-    yield server
-    server.stop()
-    if schemas:
-        drop_schemas(schemas)
+    yield from live_server(tmp_path_factory.mktemp("pop-batch"), backend, ADSLOT_IVT_RULES="")
 
 
 def send(http: httpx.Client, live: LiveServer, fires: Any, key: str | None = None) -> httpx.Response:

@@ -23,7 +23,7 @@ from adslot.reporting.formats import delivery_columns, delivery_value
 from adslot.reporting.query import DELIVERY_MAX_DAYS
 from adslot.reporting.schemas import DeliveryEnvelope, DeliveryReport
 from adslot.storage.database import make_engine
-from tests.conftest import LiveServer, drop_schemas, eventually, start_server
+from tests.conftest import LiveServer, eventually, live_server
 from tests.console.conftest import create_users, signed_in
 
 DAY = 86_400
@@ -108,6 +108,12 @@ def api(live: LiveServer, env: str, start: int, end: int, **params: Any) -> dict
     return {"totals": totals, "rows": rows}
 
 
+def flight(live: LiveServer, campaign: dict[str, Any]) -> dict[str, Any]:
+    """The API's totals of a campaign over its whole flight."""
+    found = api(live, "production", campaign["start_at"], campaign["end_at"], campaign_id=campaign["id"])
+    return dict(found["totals"])
+
+
 def number(text: str) -> float | None:
     return None if text in ("", "None") else float(text)
 
@@ -151,12 +157,9 @@ def player(live: LiveServer, env: str, venue: str, fires: list[list[str]], no_fi
 @pytest.fixture(scope="module")
 def console_live(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """The console's live server with the invalid-traffic rules on (the tests' default turns them off)."""
-    server, schemas = start_server(tmp_path_factory.mktemp("figures"), backend, ADSLOT_IVT_RULES="")
-    create_users(server)
-    yield server
-    server.stop()
-    if schemas:
-        drop_schemas(schemas)
+    for server in live_server(tmp_path_factory.mktemp("figures"), backend, ADSLOT_IVT_RULES=""):
+        create_users(server)
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -226,15 +229,7 @@ def test_each_campaign_page_shows_its_whole_flights_figures_as_the_api_sums_them
     client = signed_in(console_live, "viewer")
     for campaign in campaigns.values():
         shown = page(client, f"/console/production/campaigns/{campaign['id']}")
-        report = api(
-            console_live,
-            "production",
-            campaign["start_at"],
-            campaign["end_at"],
-            campaign_id=campaign["id"],
-            group_by="campaign",
-        )
-        totals = report["totals"]
+        totals = flight(console_live, campaign)
         assert totals["plays"] > 0 and totals["fills"] > totals["plays"]
         for name in ("fills", "plays", "impressions", "completes", "late", "duplicates"):
             assert number(shown.value(range="flight", figure=name)) == totals[name], (campaign["name"], name)
@@ -258,13 +253,7 @@ def test_the_campaigns_list_shows_each_campaigns_plays_fills_and_goal_progress_a
     client = signed_in(console_live, "viewer")
     shown = page(client, "/console/production/campaigns")
     for campaign in campaigns.values():
-        report = api(
-            console_live,
-            "production",
-            campaign["start_at"],
-            campaign["end_at"],
-            campaign_id=campaign["id"],
-        )["totals"]
+        report = flight(console_live, campaign)
         cells = {
             e["data-figure"]: e["text"]
             for e in shown.where(campaign=str(campaign["id"]))
