@@ -70,3 +70,29 @@ def test_quartiles_fired_at_once_are_explained_in_the_sandbox_and_answered_count
             assert "faster than the creative plays" in answers[event]["hint"]
         else:
             assert answers[event]["result"] == "counted" and "rule" not in answers[event]
+
+
+def test_the_tours_quartiles_a_quarter_of_the_demo_video_apart_all_count_in_the_sandbox(
+    live: LiveServer,
+) -> None:
+    """The README's tour: the sandbox's demo video is 10 s long, so a player fires a quartile every 2.5 s."""
+    assert live.keys
+    with httpx.Client(base_url=live.sandbox_url, timeout=30) as http:
+        asked = http.post(
+            "/api/v1/ad/request",
+            headers={"Ssp-Key": live.keys.sandbox},
+            json={"venue_id": "tour-lobby", "play_time": int(time.time())},
+        )
+        uuid = asked.json()["data"]["ad_request_uuid"]
+        assert http.get("/api/v1/ad/callback/", params={"ad_request_uuid": uuid}).json()["data"][
+            "result"
+        ] == ("counted")
+        answers = []
+        for event in QUARTILES:
+            answer = http.get("/api/v1/ad/tracking/video/", params={"ad_request_uuid": uuid, "event": event})
+            answers.append(answer.json()["data"]["result"])
+            if event != "complete":
+                time.sleep(2.5)
+        stored = http.get(f"/api/v1/ad/request/{uuid}", headers={"Ssp-Key": live.keys.sandbox}).json()["data"]
+    assert answers == ["counted"] * 5
+    assert all(stored["events"][event] is not None for event in QUARTILES)
