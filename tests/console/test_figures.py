@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from functools import partial
 from html.parser import HTMLParser
 from typing import Any
 
@@ -19,9 +20,11 @@ import sqlalchemy as sa
 from adslot.campaigns.repository import create_advertiser, create_campaign
 from adslot.campaigns.schemas import AdvertiserIn, CampaignIn, Cap
 from adslot.reporting.query import DELIVERY_MAX_DAYS
+from adslot.retention.rollup import cutoff, roll_batch
 from adslot.storage.database import make_engine
 from tests.conftest import LiveServer, eventually, live_server
 from tests.console.conftest import create_users, signed_in
+from tests.reporting.support import ad_request, insert, played
 
 DAY = 86_400
 DELIVERY = "/api/v1/reports/delivery"
@@ -208,12 +211,12 @@ def campaigns(console_live: LiveServer) -> dict[str, dict[str, Any]]:
         )
         return answer.status_code == 200
 
-    for n, campaign in enumerate(made.values()):
-        assert eventually(lambda v=campaign["venue"]: fills(v), timeout=15)  # one unplayed fill each
+    for n, venue in enumerate(c["venue"] for c in made.values()):
+        assert eventually(partial(fills, venue), timeout=15)  # one unplayed fill each
         player(
             console_live,
             "production",
-            campaign["venue"],
+            venue,
             [["impression", *QUARTILES], ["impression", "impression", "start"]] + [["impression"]] * n + [[]],
             no_fills=2,
         )
@@ -394,3 +397,43 @@ def test_the_campaigns_list_reads_delivery_in_as_many_queries_for_a_hundred_camp
     many, took = reads()
     assert many == few > 0
     print(f"campaigns list, {len(campaigns) + 101} campaigns: {many} statements on ad_requests, {took:.3f} s")
+
+
+def test_a_campaign_whose_old_plays_were_rolled_up_by_retention_shows_the_apis_figures(
+    console_live: LiveServer,
+) -> None:
+    """Ad requests past the retention live on only in report_rollups: a 430-day flight with plays 390, 200
+    and 10 days ago, rolled up and deleted, and one from the last hour, shows what the API sums over its
+    windows."""
+    engine = make_engine(console_live.settings.environment("production"))
+    now = int(time.time())
+    with engine.begin() as conn:
+        advertiser = create_advertiser(conn, AdvertiserIn(name="Retained"))
+        body = CampaignIn(
+            advertiser_id=advertiser.id,
+            name="retained",
+            start_at=now - 400 * DAY,
+            end_at=now + 30 * DAY,
+            venue_ids=["venue-empty"],
+            caps=[Cap("lifetime", "plays", 100)],
+        )
+        campaign = create_campaign(conn, body)
+    old = [now - 390 * DAY, now - 200 * DAY, now - 10 * DAY]
+    settled = {"settle_reason": "played", "campaign_id": campaign.id, "venue_id": "venue-empty"}
+    insert(
+        engine,
+        [played(at, "start", "complete", settled_at=at + 960, **settled) for at in old]
+        + [ad_request(now - 3600, campaign_id=campaign.id, venue_id="venue-empty")],
+    )
+    assert roll_batch(engine, cutoff(now, 5), now, 100).rows == 3
+    engine.dispose()
+    info = {"id": campaign.id, "start_at": campaign.start_at, "end_at": campaign.end_at}
+    totals = flight(console_live, info)
+    assert (totals["fills"], totals["plays"], totals["completes"]) == (4, 3, 3)
+    client = signed_in(console_live, "viewer")
+    shown = page(client, f"/console/production/campaigns/{campaign.id}")
+    for name in ("fills", "plays", "impressions", "completes"):
+        assert number(shown.value(range="flight", figure=name)) == totals[name], name
+    listed = page(client, "/console/production/campaigns").where(campaign=str(campaign.id))
+    cells = {e["data-figure"]: e["text"] for e in listed if "data-figure" in e}
+    assert (number(cells["plays"]), number(cells["fills"])) == (3, 4)
