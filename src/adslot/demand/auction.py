@@ -20,7 +20,15 @@ import msgspec
 from adslot.demand.bid_request import IMP_ID
 from adslot.demand.openrtb import Bid, BidResponse, LossReason
 from adslot.demand.terms import AUCTION_CODES, Deal, PartnerTerms, to_cpm, to_micros
-from adslot.vast.buyer import NotVast, check_vast
+from adslot.vast.markup import (
+    ANSWER_BYTES,
+    ANSWER_ELEMENTS,
+    Budget,
+    MarkupChecks,
+    NotVast,
+    OverBudget,
+    UnsafeMarkup,
+)
 
 DropReason = Literal[
     "bad_json",
@@ -36,15 +44,19 @@ DropReason = Literal[
     "blocked_domain",
     "no_creative",
     "not_vast",
+    "unsafe_markup",
     "creative_pending",
     "creative_rejected",
 ]
 """Why a response or a bid may not compete. For a whole response: `bad_json` (not a BidResponse), `too_large`
-(over MAX_RESPONSE_BYTES), `no_bid` (204, empty body, no seatbid or no bid in it). For one bid:
+(over MAX_RESPONSE_BYTES), `no_bid` (204, empty body, no seatbid or no bid in it), `unsafe_markup` (a bid's
+markup declares a DTD or entities, or nests too deep: the whole answer is refused there, the partner's
+error). For one bid:
 `wrong_request_id` (its response answers another request), `wrong_currency` (response `cur`, USD when
 absent, is not the partner's), `wrong_imp`, `bad_price` (not in (0, MAX_CPM]), `unknown_deal`, `deal_buyer`
 (its seat is not among the deal's buyers), `below_floor` (the deal's floor for a deal bid), `blocked_domain`,
-`no_creative` (neither adm nor an http(s) nurl), `not_vast`, `too_large` (adm over MAX_ADM_BYTES),
+`no_creative` (neither adm nor an http(s) nurl), `not_vast`, `too_large` (adm over MAX_ADM_BYTES, or past
+what is left of the answer's markup budget, ANSWER_BYTES and ANSWER_ELEMENTS),
 `creative_pending` (its crid awaits the media owner's approval), `creative_rejected` (the media owner
 rejected it, or it cannot be held for approval: no crid)."""
 DROP_REASONS: tuple[DropReason, ...] = get_args(DropReason)
@@ -125,8 +137,11 @@ class Checked:
     drops: tuple[Drop, ...]
 
 
-def check_response(asked: Asked, body: bytes | None) -> Checked:
-    """Sort one partner's answer; `body` is None or empty for a 204. Never raises on what the partner sent."""
+def check_response(asked: Asked, body: bytes | None, markups: MarkupChecks | None = None) -> Checked:
+    """Sort one partner's answer; `body` is None or empty for a 204. Never raises on what the partner sent.
+
+    Its bids' markups are checked within one Budget, through `markups` (remembered verdicts) when given: the
+    answer costs bounded CPU however many bids it carries. The first unsafe markup ends the check there."""
     partner = asked.terms.name
 
     def dropped(reason: DropReason, detail: str) -> Checked:
@@ -145,18 +160,29 @@ def check_response(asked: Asked, body: bytes | None) -> Checked:
         return dropped("no_bid", "no seatbid" if response.nbr is None else f"no bid, nbr {response.nbr}")
     bids: list[ValidBid] = []
     drops: list[Drop] = []
+    markup = _Markup(markups or MarkupChecks(), Budget())
     for seat, bid in offered:
-        checked = _check_bid(asked, response, seat, bid)
+        checked = _check_bid(asked, response, seat, bid, markup)
         if isinstance(checked, ValidBid):
             bids.append(checked)
         else:
             reason, detail = checked
+            if reason == "unsafe_markup":
+                return dropped(reason, detail)
             drops.append(Drop(partner, asked.request_id, reason, detail, bid, _loss(reason, bid)))
     return Checked(asked, tuple(bids), tuple(drops))
 
 
+@dataclass(frozen=True, slots=True)
+class _Markup:
+    """How one answer's markups are checked: the verdicts known, and what is left of its budget."""
+
+    checks: MarkupChecks
+    budget: Budget
+
+
 def _check_bid(
-    asked: Asked, response: BidResponse, seat: str | None, bid: Bid
+    asked: Asked, response: BidResponse, seat: str | None, bid: Bid, markup: _Markup
 ) -> ValidBid | tuple[DropReason, str]:
     """The first rule a bid breaks, or the bid as it competes; cheap rules first, markup last."""
     terms = asked.terms
@@ -180,7 +206,7 @@ def _check_bid(
     blocked = _blocked_domain(bid.adomain, terms.blocked_domains)
     if blocked is not None:
         return "blocked_domain", f"advertiser domain {blocked!r} is blocked"
-    creative_fault = _creative_fault(bid)
+    creative_fault = _creative_fault(bid, markup)
     if creative_fault is not None:
         return creative_fault
     at = deal.at if deal is not None and deal.at is not None else AUCTION_CODES[terms.auction]
@@ -195,14 +221,19 @@ def _loss(reason: DropReason, bid: Bid) -> LossReason | None:
     return _LOSS.get(reason)
 
 
-def _creative_fault(bid: Bid) -> tuple[DropReason, str] | None:
+def _creative_fault(bid: Bid, markup: _Markup) -> tuple[DropReason, str] | None:
     """Markup must be VAST; without markup, the win notice must be a URL that can serve it (spec 4.3.1)."""
     if bid.adm:
-        size = len(bid.adm.encode())
-        if size > MAX_ADM_BYTES:
-            return "too_large", f"adm of {size} bytes exceeds {MAX_ADM_BYTES}"
+        data = bid.adm.encode()
+        if len(data) > MAX_ADM_BYTES:
+            return "too_large", f"adm of {len(data)} bytes exceeds {MAX_ADM_BYTES}"
         try:
-            check_vast(bid.adm)
+            markup.checks.check(data, markup.budget)
+        except UnsafeMarkup as error:
+            return "unsafe_markup", f"adm refused: {error}"
+        except OverBudget as error:
+            budget = f"{ANSWER_BYTES} bytes and {ANSWER_ELEMENTS} elements"
+            return "too_large", f"adm past the answer's markup budget ({budget}): {error}"
         except NotVast as error:
             return "not_vast", f"adm is not a VAST ad adslot can serve: {error}"
         return None

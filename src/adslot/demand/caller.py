@@ -36,12 +36,13 @@ from adslot.demand.http import new_session
 from adslot.demand.partners import Partner
 from adslot.demand.terms import Deal, PartnerTerms, to_micros
 from adslot.limits.bucket import TokenBucket
+from adslot.vast.markup import MarkupChecks
 
 Outcome = Literal["bid", "no_bid", "dropped", "timeout", "error", "skipped_qps", "skipped_breaker"]
 """What came of asking one partner for one slot: `bid` (at least one bid may compete), `no_bid` (204, empty
 body, no bid in it), `dropped` (it answered, but no bid may compete: garbage, too large, or every bid dropped
 by the auction's checks, see `Checked.drops`), `timeout` (no whole answer within its `timeout_ms`), `error`
-(connect, protocol, HTTP status...: see `PartnerOutcome.reason`), `skipped_qps` and `skipped_breaker` (not
+(connect, protocol, HTTP status, unsafe markup...: see `PartnerOutcome.reason`), `skipped_qps` and `skipped_breaker` (not
 asked)."""
 
 REQUEST_HEADERS = {
@@ -56,6 +57,8 @@ KEEPALIVE_EXPIRY_S = 30.0
 """An idle connection is kept this long: a partner asked a few times a minute still skips the handshake."""
 _GARBAGE = frozenset({"bad_json", "too_large"})
 """Drops of a whole answer that count as the partner failing, for its breaker: it answers, but uselessly."""
+_HOSTILE = frozenset({"unsafe_markup"})
+"""Drops of a whole answer that are the partner's errors (an `error` outcome): markup built to cost adslot."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +66,7 @@ class PartnerOutcome:
     partner: str
     outcome: Outcome
     reason: str | None = None
-    """Why, for an `error` (`connect`, `http_500`, `protocol`, `read`...), a `timeout` (`timeout`), a skip
+    """Why, for an `error` (`connect`, `http_500`, `protocol`, `read`, `unsafe_markup`...), a `timeout` (`timeout`), a skip
     (`max_qps`, `breaker_open`, `probe_in_flight`), or a whole-answer drop (`bad_json`, `too_large`)."""
     elapsed_ms: float = 0.0
     checked: Checked | None = None
@@ -171,6 +174,7 @@ class PartnerCaller:
         self._buckets: dict[str, TokenBucket] = {}
         self._tallies: dict[str, PartnerTally] = {}
         self._hosts: dict[str, asyncio.Semaphore] = {}
+        self._markups = MarkupChecks()
         self._session: aiohttp.ClientSession | None = None
         """Made at the first ask, inside the event loop that uses it (as aiohttp requires)."""
 
@@ -237,7 +241,7 @@ class PartnerCaller:
             body = encode_bid_request(request)
             async with asyncio.timeout(partner.timeout_ms / 1000):
                 status, answer = await self._exchange(partner.endpoint, body, partner.timeout_ms / 1000)
-            outcome = _classify(partner.name, asked, status, answer)
+            outcome = _classify(partner.name, asked, status, answer, self._markups)
         except TimeoutError:
             outcome = PartnerOutcome(partner.name, "timeout", "timeout")
         except _Exchange as stop:
@@ -376,13 +380,17 @@ async def _read_capped(response: aiohttp.ClientResponse) -> bytes:
     return b"".join(chunks)[: MAX_RESPONSE_BYTES + 1]
 
 
-def _classify(name: str, asked: Asked, status: int, body: bytes) -> PartnerOutcome:
-    checked = check_response(asked, None if status == 204 else body)
+def _classify(
+    name: str, asked: Asked, status: int, body: bytes, markups: MarkupChecks
+) -> PartnerOutcome:
+    checked = check_response(asked, None if status == 204 else body, markups)
     if checked.bids:
         return PartnerOutcome(name, "bid", checked=checked)
     whole = checked.drops[0].reason if len(checked.drops) == 1 and checked.drops[0].bid is None else None
     if whole == "no_bid":
         return PartnerOutcome(name, "no_bid", checked=checked)
+    if whole in _HOSTILE:
+        return PartnerOutcome(name, "error", whole, checked=checked)
     return PartnerOutcome(name, "dropped", whole, checked=checked)
 
 

@@ -8,27 +8,25 @@ the markup was parsed and found to be one VAST document with an InLine or Wrappe
 buyer's (CDATA, namespaces, comments) is reserialized. A bid whose markup only its `nurl` serves is answered
 with a Wrapper pointing at that URL, carrying adslot's pixels.
 
-Pure: no I/O. The markup is the partner's; the stdlib parser it goes through resolves no external entity,
-and its expat (2.4 or later) refuses the entity expansion of a "billion laughs".
+Pure: no I/O. The markup is the partner's: it is checked by vast/markup.py, which refuses any DTD (so no
+entity is ever expanded) and caps its nesting.
 """
 
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 
 from adslot.vast.inline import INLINE
+from adslot.vast.markup import NotVast, check_vast
 from adslot.vast.urls import impression_url
 from adslot.vast.wrapper import XML_DECLARATION, ad_system, tracking_events
 from adslot.vast.xml import attr, cdata
 
 _LEADING = "\ufeff \t\r\n"
-"""A byte-order mark or blank lines a bidder's template left before the XML declaration: tolerated, and not
-served (a declaration anywhere but first makes the document malformed for a player's parser)."""
+"""A byte-order mark or blank lines a bidder's template left before the XML declaration: not served (a
+declaration anywhere but first makes the document malformed for a player's parser)."""
 
-
-class NotVast(ValueError):
-    """The stored markup is not a VAST document adslot can add its pixels to."""
+__all__ = ["NotVast", "check_vast", "with_adslot_pixels", "wrapper_to"]
 
 
 _AD_LAYER = re.compile(r"<(InLine|Wrapper)(\s[^>]*)?>")
@@ -38,20 +36,6 @@ _LINEAR = re.compile(r"<Linear(\s[^>]*)?>")
 _AFTER_DURATION = re.compile(r"</Duration\s*>")
 _TRACKING_EVENTS = re.compile(r"<TrackingEvents(\s[^>]*)?/?>")
 _NEXT_LINEAR_PART = re.compile(r"<(AdParameters|VideoClicks|MediaFiles)[\s>/]|</Linear\s*>")
-
-
-def check_vast(markup: str) -> None:
-    """One well-formed VAST document whose first Ad is an InLine or a Wrapper: else NotVast, saying why. The
-    auction drops a bid whose markup fails this (`not_vast`), so a bid that wins can always be served."""
-    try:
-        root = ET.fromstring(markup.lstrip(_LEADING).encode())
-    except ET.ParseError as error:
-        raise NotVast(f"not well-formed XML: {error}") from error
-    if root.tag != "VAST":
-        raise NotVast(f"the root element is <{root.tag}>, not <VAST>")
-    ad = root.find("Ad")
-    if ad is None or (ad.find("InLine") is None and ad.find("Wrapper") is None):
-        raise NotVast("no <Ad> with an <InLine> or a <Wrapper>")
 
 
 def _pixels(base_url: str, ad_request_uuid: str) -> tuple[str, str]:
