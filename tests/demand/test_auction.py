@@ -22,7 +22,9 @@ from adslot.demand.auction import (
 )
 from adslot.demand.openrtb import LossReason
 from adslot.demand.terms import Deal, PartnerTerms
+from adslot.vast.markup import ANSWER_BYTES, ANSWER_ELEMENTS, MAX_DEPTH, MarkupChecks
 from tests.demand.openrtb_schema import schema_errors
+from tests.vast.test_markup import laughs, nested
 
 VAST = (
     '<?xml version="1.0" encoding="UTF-8"?><VAST version="2.0"><Ad id="a"><InLine><AdSystem>dsp</AdSystem>'
@@ -296,6 +298,8 @@ DROP_CASES: dict[str, tuple[bytes | None, PartnerTerms | None, DropReason, LossR
         Loss.CREATIVE_FILTERED_INCORRECT_FORMAT,
     ),
     "markup too large": (body(bid(3.0, adm=BIG_VAST)), None, "too_large", Loss.CREATIVE_FILTERED_GENERAL),
+    "entity bomb markup": (body(bid(3.0, adm=laughs())), None, "unsafe_markup", None),
+    "markup too deep": (body(bid(3.0, adm=nested(MAX_DEPTH + 1))), None, "unsafe_markup", None),
 }
 
 
@@ -397,3 +401,55 @@ def test_only_markup_adslot_can_serve_as_a_vast_ad_competes(markup: str, vast: b
 )
 def test_garbage_from_a_partner_never_raises(garbage: bytes) -> None:
     assert only_drop(garbage)[0] == "bad_json"
+
+
+def test_one_unsafe_markup_refuses_the_whole_answer_and_stops_its_checks_there() -> None:
+    answer = body(bid(3.0, "good"), bid(3.0, "bomb", adm=laughs()), bid(3.0, "after", adm="<b>"))
+    result = checked(answer)
+    assert result.bids == ()
+    assert [(drop.reason, drop.bid, drop.loss) for drop in result.drops] == [("unsafe_markup", None, None)]
+    assert "document type declaration" in result.drops[0].detail
+
+
+def vast_numbered(n: int, padding: int = 0) -> str:
+    """A distinct VAST ad, `padding` bytes of title longer (bytes, not elements, fill the budget)."""
+    title = "t" * padding
+    return VAST.replace("<Impression/>", f"<Impression>https://dsp.example/i/{n:05}</Impression>").replace(
+        "<AdTitle>spot", f"<AdTitle>spot{title}"
+    )
+
+
+def test_an_answer_checks_no_more_markup_than_its_budget_and_drops_the_rest_as_too_large() -> None:
+    per_bid = len(vast_numbered(0, 4000).encode())
+    n = ANSWER_BYTES // per_bid + 20
+    result = checked(body(*(bid(3.0, f"b{i}", adm=vast_numbered(i, 4000)) for i in range(n))))
+    assert len(result.bids) == ANSWER_BYTES // per_bid
+    assert {drop.reason for drop in result.drops} == {"too_large"}
+    assert len(result.drops) == 20
+    assert "budget" in result.drops[0].detail
+    assert result.drops[0].loss == Loss.CREATIVE_FILTERED_GENERAL
+
+
+def test_an_answer_meets_no_more_elements_than_its_budget() -> None:
+    heavy = VAST.replace("<Impression/>", "<Impression/>" * (ANSWER_ELEMENTS // 3))
+    result = checked(body(*(bid(3.0, f"b{i}", adm=heavy.replace('id="a"', f'id="{i}"')) for i in range(5))))
+    per_markup = ANSWER_ELEMENTS // 3 + 7
+    assert len(result.bids) == ANSWER_ELEMENTS // per_markup
+    assert [drop.reason for drop in result.drops] == ["too_large"] * (5 - len(result.bids))
+
+
+def test_a_markup_repeated_in_an_answer_is_parsed_once_and_spends_the_budget_once() -> None:
+    markup = vast_numbered(0, 4000)
+    n = ANSWER_BYTES // len(markup.encode()) * 3
+    result = checked(body(*(bid(3.0, f"b{i}", adm=markup) for i in range(n))))
+    assert len(result.bids) == n and result.drops == ()
+
+
+def test_verdicts_given_to_check_response_outlive_the_answer() -> None:
+    markups = MarkupChecks()
+    heavy = VAST.replace("<Impression/>", "<Impression/>" * (ANSWER_ELEMENTS - 10))
+    first = check_response(Asked(terms(), "req-1"), body(bid(3.0, adm=heavy)), markups)
+    answer = body(bid(3.0, adm=heavy), bid(3.0, "b2", adm=vast_numbered(1)))
+    again = check_response(Asked(terms(), "req-1"), answer, markups)
+    assert len(first.bids) == 1
+    assert len(again.bids) == 2  # the first markup known: the whole budget left for the second

@@ -21,6 +21,7 @@ from adslot.demand.breaker import CircuitBreaker
 from adslot.demand.caller import AskResult, PartnerCaller, PartnerOutcome
 from adslot.demand.partners import Partner
 from tests.demand.test_auction import VAST
+from tests.vast.test_markup import laughs
 
 SLACK_S = 0.050
 """What the issue allows over tmax."""
@@ -479,3 +480,29 @@ def test_a_stale_failure_while_open_changes_nothing_and_a_lost_probe_is_given_up
     assert breaker.allow(10)
     assert not breaker.allow(19.9)
     assert breaker.allow(20)  # the first probe's ask was cancelled: another may go
+
+
+def test_an_answer_with_unsafe_markup_is_the_partners_error_and_opens_its_breaker(bidders: Bidders) -> None:
+    async def bombing(request: dict[str, Any], writer: asyncio.StreamWriter) -> bool:
+        bids = [{"id": f"b{n}", "impid": "1", "price": 9.0, "adm": laughs(), "crid": "c1"} for n in range(30)]
+        answer = {"id": request["id"], "seatbid": [{"seat": "s1", "bid": bids}]}
+        return await respond(writer, 200, msgspec.json.encode(answer))
+
+    url, seen = bidders.start(bombing)
+    hostile = partner("hostile", url)
+
+    async def scenario(caller: PartnerCaller) -> None:
+        for _ in range(5):
+            result = await caller.ask([hostile], OPPORTUNITY, NOW)
+            outcome = by_partner(result)["hostile"]
+            assert (outcome.outcome, outcome.reason) == ("error", "unsafe_markup")
+        assert caller.state("hostile") == "open"
+        skipped = await caller.ask([hostile], OPPORTUNITY, NOW)
+        assert by_partner(skipped)["hostile"].outcome == "skipped_breaker"
+        tally = caller.tallies()["hostile"]
+        assert (tally.requests, tally.errors, tally.dropped, tally.bids) == (5, 5, 0, 0)
+        assert tally.errors_by_reason == {"unsafe_markup": 5}
+        assert tally.drops == {"unsafe_markup": 5}
+
+    run(scenario, clock=FakeClock())
+    assert len(seen.requests) == 5
