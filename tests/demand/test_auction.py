@@ -12,6 +12,7 @@ import pytest
 from adslot.demand.auction import (
     DROP_REASONS,
     MAX_ADM_BYTES,
+    MAX_BIDS,
     MAX_RESPONSE_BYTES,
     Asked,
     Checked,
@@ -420,9 +421,10 @@ def vast_numbered(n: int, padding: int = 0) -> str:
 
 
 def test_an_answer_checks_no_more_markup_than_its_budget_and_drops_the_rest_as_too_large() -> None:
-    per_bid = len(vast_numbered(0, 4000).encode())
+    per_bid = len(vast_numbered(0, 8000).encode())
     n = ANSWER_BYTES // per_bid + 20
-    result = checked(body(*(bid(3.0, f"b{i}", adm=vast_numbered(i, 4000)) for i in range(n))))
+    assert n <= MAX_BIDS
+    result = checked(body(*(bid(3.0, f"b{i}", adm=vast_numbered(i, 8000)) for i in range(n))))
     assert len(result.bids) == ANSWER_BYTES // per_bid
     assert {drop.reason for drop in result.drops} == {"too_large"}
     assert len(result.drops) == 20
@@ -439,8 +441,9 @@ def test_an_answer_meets_no_more_elements_than_its_budget() -> None:
 
 
 def test_a_markup_repeated_in_an_answer_is_parsed_once_and_spends_the_budget_once() -> None:
-    markup = vast_numbered(0, 4000)
+    markup = vast_numbered(0, 12_000)
     n = ANSWER_BYTES // len(markup.encode()) * 3
+    assert ANSWER_BYTES < n * len(markup.encode()) and n <= MAX_BIDS
     result = checked(body(*(bid(3.0, f"b{i}", adm=markup) for i in range(n))))
     assert len(result.bids) == n and result.drops == ()
 
@@ -453,3 +456,11 @@ def test_verdicts_given_to_check_response_outlive_the_answer() -> None:
     again = check_response(Asked(terms(), "req-1"), answer, markups)
     assert len(first.bids) == 1
     assert len(again.bids) == 2  # the first markup known: the whole budget left for the second
+
+
+def test_bids_past_max_bids_are_one_drop_unjudged_without_a_loss_notice() -> None:
+    answer = body(*(bid(3.0, f"b{i}", adm=vast_numbered(i), lurl="https://dsp.example/l") for i in range(900)))
+    result = checked(answer)
+    assert len(result.bids) == MAX_BIDS
+    assert [(drop.reason, drop.bid, drop.loss) for drop in result.drops] == [("too_large", None, None)]
+    assert f"{900 - MAX_BIDS} bids past the {MAX_BIDS}" in result.drops[0].detail

@@ -56,7 +56,8 @@ error). For one bid:
 absent, is not the partner's), `wrong_imp`, `bad_price` (not in (0, MAX_CPM]), `unknown_deal`, `deal_buyer`
 (its seat is not among the deal's buyers), `below_floor` (the deal's floor for a deal bid), `blocked_domain`,
 `no_creative` (neither adm nor an http(s) nurl), `not_vast`, `too_large` (adm over MAX_ADM_BYTES, or past
-what is left of the answer's markup budget, ANSWER_BYTES and ANSWER_ELEMENTS),
+what is left of the answer's markup budget, ANSWER_BYTES and ANSWER_ELEMENTS; and the bids past MAX_BIDS,
+as one drop without a bid),
 `creative_pending` (its crid awaits the media owner's approval), `creative_rejected` (the media owner
 rejected it, or it cannot be held for approval: no crid)."""
 DROP_REASONS: tuple[DropReason, ...] = get_args(DropReason)
@@ -66,6 +67,9 @@ MAX_RESPONSE_BYTES = 1024 * 1024
 MAX_ADM_BYTES = 256 * 1024
 """A VAST document is a few KiB; markup beyond 256 KiB (UTF-8) is dropped as `too_large`, as it would be
 stored with the ad request and served to the player."""
+MAX_BIDS = 64
+"""Bids judged in one answer (an answer bids on one imp): those past it are one `too_large` drop, unjudged,
+so an answer of a thousand tiny bids costs no more than one of 64, and earns no thousand loss notices."""
 MAX_CPM = 1_000_000
 """No honest CPM is higher (a partner's floor is at most this too); a larger price is `bad_price`, and could
 not be held in micros."""
@@ -160,6 +164,10 @@ def check_response(asked: Asked, body: bytes | None, markups: MarkupChecks | Non
         return dropped("no_bid", "no seatbid" if response.nbr is None else f"no bid, nbr {response.nbr}")
     bids: list[ValidBid] = []
     drops: list[Drop] = []
+    if len(offered) > MAX_BIDS:
+        detail = f"{len(offered) - MAX_BIDS} bids past the {MAX_BIDS} an answer may carry, not judged"
+        drops.append(Drop(partner, asked.request_id, "too_large", detail))
+        del offered[MAX_BIDS:]
     markup = _Markup(markups or MarkupChecks(), Budget())
     for seat, bid in offered:
         checked = _check_bid(asked, response, seat, bid, markup)
