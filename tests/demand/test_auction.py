@@ -459,7 +459,9 @@ def test_verdicts_given_to_check_response_outlive_the_answer() -> None:
 
 
 def test_bids_past_max_bids_are_one_drop_unjudged_without_a_loss_notice() -> None:
-    answer = body(*(bid(3.0, f"b{i}", adm=vast_numbered(i), lurl="https://dsp.example/l") for i in range(900)))
+    answer = body(
+        *(bid(3.0, f"b{i}", adm=vast_numbered(i), lurl="https://dsp.example/l") for i in range(900))
+    )
     result = checked(answer)
     assert len(result.bids) == MAX_BIDS
     assert [(drop.reason, drop.bid, drop.loss) for drop in result.drops] == [("too_large", None, None)]

@@ -104,9 +104,12 @@ async def _answer(send: Send, status: int, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
 @contextmanager
-def serving(app: Misbehaving) -> Iterator[str]:
-    """The app under uvicorn in a thread on a loopback port; its bid request endpoint."""
+def serving(app: App, path: str = AUCTION_PATH) -> Iterator[str]:
+    """The partner app under uvicorn in a thread on a loopback port; its bid request endpoint."""
     port = free_port()
     config = uvicorn.Config(
         app, host="127.0.0.1", port=port, lifespan="off", log_level="warning", timeout_graceful_shutdown=2
@@ -116,10 +119,10 @@ def serving(app: Misbehaving) -> Iterator[str]:
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, f"the {app.behaviour} partner did not start"
+        assert thread.is_alive() and time.monotonic() < deadline, f"the partner {app!r} did not start"
         time.sleep(0.01)
     try:
-        yield f"http://127.0.0.1:{port}{AUCTION_PATH}"
+        yield f"http://127.0.0.1:{port}{path}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)

@@ -380,9 +380,7 @@ async def _read_capped(response: aiohttp.ClientResponse) -> bytes:
     return b"".join(chunks)[: MAX_RESPONSE_BYTES + 1]
 
 
-def _classify(
-    name: str, asked: Asked, status: int, body: bytes, markups: MarkupChecks
-) -> PartnerOutcome:
+def _classify(name: str, asked: Asked, status: int, body: bytes, markups: MarkupChecks) -> PartnerOutcome:
     checked = check_response(asked, None if status == 204 else body, markups)
     if checked.bids:
         return PartnerOutcome(name, "bid", checked=checked)
