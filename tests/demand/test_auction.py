@@ -443,7 +443,7 @@ def test_an_answer_meets_no_more_elements_than_its_budget() -> None:
 def test_a_markup_repeated_in_an_answer_is_parsed_once_and_spends_the_budget_once() -> None:
     markup = vast_numbered(0, 12_000)
     n = ANSWER_BYTES // len(markup.encode()) * 3
-    assert ANSWER_BYTES < n * len(markup.encode()) and n <= MAX_BIDS
+    assert n * len(markup.encode()) > ANSWER_BYTES and n <= MAX_BIDS
     result = checked(body(*(bid(3.0, f"b{i}", adm=markup) for i in range(n))))
     assert len(result.bids) == n and result.drops == ()
 

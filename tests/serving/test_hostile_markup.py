@@ -48,9 +48,9 @@ ASKS = BREAKER_THRESHOLD
 CPU_ASKS = 2
 """Of these, the first asks are alone, their cost read from the worker's CPU time; the others are timed."""
 FEW_MS = 0.010
-"""How much more of the event loop's CPU a hostile answer may cost than a normal one, and how much slower `/healthz` and a
-direct ad request may be at the median while a hostile partner is asked (than the slower of the two normal
-phases)."""
+"""How much more of the event loop's CPU a hostile answer may cost than a normal one, and how much slower
+`/healthz` and a direct ad request may be at the median while a hostile partner is asked (than the slower
+of the two normal phases)."""
 NO_STALL = 0.050
 """How much slower the slowest of those calls may be than the slowest while a normal partner is asked: a
 stall of the event loop shows there first (one answer of 30 entity bombs once stalled it 2 s), and a machine

@@ -42,8 +42,8 @@ Outcome = Literal["bid", "no_bid", "dropped", "timeout", "error", "skipped_qps",
 """What came of asking one partner for one slot: `bid` (at least one bid may compete), `no_bid` (204, empty
 body, no bid in it), `dropped` (it answered, but no bid may compete: garbage, too large, or every bid dropped
 by the auction's checks, see `Checked.drops`), `timeout` (no whole answer within its `timeout_ms`), `error`
-(connect, protocol, HTTP status, unsafe markup...: see `PartnerOutcome.reason`), `skipped_qps` and `skipped_breaker` (not
-asked)."""
+(connect, protocol, HTTP status, unsafe markup...: see `PartnerOutcome.reason`), `skipped_qps` and
+`skipped_breaker` (not asked)."""
 
 REQUEST_HEADERS = {
     "Content-Type": "application/json",
@@ -66,8 +66,9 @@ class PartnerOutcome:
     partner: str
     outcome: Outcome
     reason: str | None = None
-    """Why, for an `error` (`connect`, `http_500`, `protocol`, `read`, `unsafe_markup`...), a `timeout` (`timeout`), a skip
-    (`max_qps`, `breaker_open`, `probe_in_flight`), or a whole-answer drop (`bad_json`, `too_large`)."""
+    """Why, for an `error` (`connect`, `http_500`, `protocol`, `read`, `unsafe_markup`...), a `timeout`
+    (`timeout`), a skip (`max_qps`, `breaker_open`, `probe_in_flight`), or a whole-answer drop (`bad_json`,
+    `too_large`)."""
     elapsed_ms: float = 0.0
     checked: Checked | None = None
     """The answer sorted into bids and drops; None when nothing usable came back."""

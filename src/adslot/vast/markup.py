@@ -2,12 +2,12 @@
 
 The markup is the partner's, so checking it must cost adslot bounded CPU on the event loop whatever it holds.
 A document type declaration is refused the moment the parser meets it, before its internal subset is read:
-the VAST a partner may send has no use for one, and a DTD's entities are what a "billion laughs" expands (expat
-2.4 or later does refuse that expansion, but only after it has cost tens of milliseconds). Without a DTD the
-parser expands nothing but the five predefined entities and character references, so its work grows with the
-bytes parsed and the elements met; nesting is capped at MAX_DEPTH, and an answer's markups share one `Budget`
-of bytes and elements. The check runs expat directly, with no tree built: defusedxml refuses DTDs the same way
-(these handlers) but parses through ElementTree's pure-Python parser and caps no depth.
+the VAST a partner may send has no use for one, and a DTD's entities are what a "billion laughs" expands
+(expat 2.4 or later does refuse that expansion, but only after it has cost tens of milliseconds). Without a
+DTD the parser expands nothing but the five predefined entities and character references, so its work grows
+with the bytes parsed and the elements met; nesting is capped at MAX_DEPTH, and an answer's markups share
+one `Budget` of bytes and elements. The check runs expat directly, with no tree built: defusedxml refuses
+DTDs the same way (these handlers) but parses through ElementTree's pure-Python parser and caps no depth.
 
 Pure: no I/O. `MarkupChecks` remembers the verdict of each distinct markup (by its BLAKE2b digest), so a
 markup a partner sends again costs a hash, not a parse.
@@ -39,7 +39,7 @@ class NotVast(ValueError):
 
 
 class UnsafeMarkup(NotVast):
-    """The markup declares a DTD or entities, or nests past MAX_DEPTH: built to cost its parser, not to play."""
+    """The markup declares a DTD or entities, or nests past MAX_DEPTH: made to cost a parser, not to play."""
 
 
 class OverBudget(NotVast):
