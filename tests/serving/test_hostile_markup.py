@@ -49,12 +49,14 @@ CPU_ASKS = 2
 """Of these, the first asks are alone, their cost read from the worker's CPU time; the others are timed."""
 FEW_MS = 0.010
 """How much more of the event loop's CPU a hostile answer may cost than a normal one, and how much slower
-`/healthz` and a direct ad request may be at the median while a hostile partner is asked (than the slower
-of the two normal phases)."""
+`/healthz` and a direct ad request may be at the median while a hostile partner is asked: than the slower of
+the two normal phases, plus their difference (the noise of a machine shared by several test runs, which moves
+a disk-writing ad request's median by 10 ms from one second to the next)."""
 NO_STALL = 0.050
-"""How much slower the slowest of those calls may be than the slowest while a normal partner is asked: a
-stall of the event loop shows there first (one answer of 30 entity bombs once stalled it 2 s), and a machine
-shared by several test runs already spreads the slowest calls over tens of milliseconds."""
+"""How much slower the second slowest of those calls may be than the slowest while a normal partner is asked.
+A stall of the event loop would slow a call of each client once per hostile answer (one answer of 30 entity
+bombs once stalled it 2 s; 3 answers are timed); one outlier is the shared machine's, which already spreads
+the slowest calls over tens of milliseconds."""
 PLACEHOLDER = "__request_id__"
 
 
@@ -288,11 +290,10 @@ def test_hostile_markup_delays_neither_healthz_nor_other_ad_requests_and_opens_t
             (timings.healthz, [u.healthz for u in usual]),
             (timings.direct, [u.direct for u in usual]),
         ):
-            assert statistics.median(calls) <= max(map(statistics.median, normal)) + FEW_MS, (
-                name,
-                summary(timings),
-            )
-            assert max(calls) <= max(map(max, normal)) + NO_STALL, (name, summary(timings))
+            medians = [statistics.median(phase) for phase in normal]
+            noise = max(medians) - min(medians)  # the same normal phase, measured before and after
+            assert statistics.median(calls) <= max(medians) + noise + FEW_MS, (name, summary(timings))
+            assert sorted(calls)[-2] <= max(map(max, normal)) + NO_STALL, (name, summary(timings))
         assert max(timings.asked) <= budget and max(timings.demand) <= budget, (name, summary(timings))
 
     # Every hostile answer was the partner's error: after the 5th, its breaker is open and it is not asked.
