@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
 import structlog
+from structlog.tracebacks import ExceptionDictTransformer
 from structlog.typing import EventDict, Processor, WrappedLogger
 
 from adslot.edge.request_ids import REQUEST_ID
+from adslot.telemetry.redact import RedactingRenderer, redact_secrets
 from adslot.settings import DEFAULTS, SettingsError, load_settings
 
 UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")
@@ -44,12 +47,14 @@ def configure_logging(log_format: str, level: str, stream: TextIO | None = None)
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
-    renderer: Processor
+    renderer: Callable[[WrappedLogger, str, EventDict], str]
+    tracebacks: Processor
     if log_format == "json":
         renderer = structlog.processors.JSONRenderer()
-        shared.append(structlog.processors.dict_tracebacks)
+        tracebacks = structlog.processors.ExceptionRenderer(ExceptionDictTransformer(show_locals=False))
     else:
-        renderer = structlog.dev.ConsoleRenderer(colors=False)
+        renderer = structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback)
+        tracebacks = structlog.processors.format_exc_info  # the plain traceback, without locals
     structlog.configure(
         processors=[
             structlog.stdlib.filter_by_level,
@@ -65,7 +70,12 @@ def configure_logging(log_format: str, level: str, stream: TextIO | None = None)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=shared,
-            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                tracebacks,
+                redact_secrets,
+                RedactingRenderer(renderer),
+            ],
         )
     )
     root = logging.getLogger()
