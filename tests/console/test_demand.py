@@ -249,7 +249,7 @@ def test_the_preview_answers_the_stored_vast_to_a_signed_in_user_only(console_li
     answer = http.get(url)
     assert answer.status_code == 200
     assert answer.headers["content-type"].startswith("text/xml")
-    assert answer.headers["content-security-policy"] == "sandbox"
+    assert answer.headers["content-security-policy"] == "sandbox; default-src 'none'"
     assert answer.headers["x-content-type-options"] == "nosniff"
     assert answer.content == VAST.encode()
     missing = http.get(f"{DEMAND}/creatives/{by_nurl}/preview")

@@ -102,6 +102,7 @@ def test_the_preview_answers_the_stored_vast_as_xml(live: LiveServer, http: http
     assert preview.content == VAST.encode()
     assert preview.headers["cache-control"] == "no-store"
     assert preview.headers["x-content-type-options"] == "nosniff"
+    assert preview.headers["content-security-policy"] == "sandbox; default-src 'none'"
 
 
 def test_the_preview_of_a_creative_bid_by_nurl_is_a_409_naming_the_nurl(

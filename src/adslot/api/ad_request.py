@@ -5,10 +5,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import msgspec
-
 from adslot import __version__
 from adslot.api.auth import authenticate, known_key
+from adslot.api.json_body import decode_json
 from adslot.api.rate_limited import ad_requests_limited
 from adslot.api.reply import NO_STORE, XML, Reply, error_reply, json_reply
 from adslot.auth.keys import SCOPE_AD_REQUEST
@@ -51,10 +50,7 @@ def _identifier(body: dict[str, object], name: str, required: bool, max_length: 
 def parse_body(raw: bytes, env: Environment, now: int) -> AdRequestBody:
     """Turn the raw body into a valid ad request or raise the ApiError that names what is wrong."""
     settings = env.settings
-    try:
-        body = msgspec.json.decode(raw)
-    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # msgspec raises the latter on invalid UTF-8
-        raise ApiError(400, "invalid_json", f"the body is not valid JSON: {exc}", "body") from exc
+    body = decode_json(raw)
     if not isinstance(body, dict):
         raise ApiError(400, "invalid_body", "the body must be a JSON object", "body")
     venue_id = _identifier(body, "venue_id", True, settings.max_id_length)

@@ -48,8 +48,9 @@ def _header(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> str | None:
 
 _tails: dict[tuple[str | None, tuple[tuple[str, str], ...]], bytes] = {}
 """Encoded header lines after content-length, per (content type, headers) of the few constant combinations
-that nearly every answer sends (a pixel's, a VAST's: content type and cache-control only)."""
-_CONSTANT = frozenset({"content-type", "cache-control"})
+that nearly every answer sends (a pixel's: content type and cache-control; a VAST's: those and
+vast/headers.py's)."""
+_CONSTANT = frozenset({"content-type", "cache-control", "x-content-type-options", "content-security-policy"})
 
 
 def _tail(content_type: str | None, headers: list[tuple[str, str]]) -> bytes:

@@ -19,7 +19,7 @@ from adslot.api.adapters import env_of, reply_response
 from adslot.api.auth import authenticate
 from adslot.api.docs import error_spec
 from adslot.api.hot_routes import documented, vast_spec
-from adslot.api.reply import NO_STORE, XML, Reply
+from adslot.api.reply import MARKUP_HEADERS, XML, Reply
 from adslot.api.strict_body import strict_body
 from adslot.auth.keys import SCOPE_ADMIN, KeyRecord
 from adslot.campaigns import repository as campaigns_repo
@@ -389,8 +389,6 @@ CREATIVE_DECISION_ERRORS = {
     **READ_ERRORS,
     409: error_spec("The creative was rejected: a rejection is final (`creative_rejected`)."),
 }
-PREVIEW_HEADERS = [NO_STORE, ("x-content-type-options", "nosniff"), ("content-security-policy", "sandbox")]
-"""The markup is the buyer's, not adslot's: never cached, never sniffed, never run as a page of adslot's."""
 
 
 class DemandCreativeController(Controller):
@@ -434,7 +432,7 @@ class DemandCreativeController(Controller):
         self, request: Request[Any, Any, Any], creative_id: DemandCreativeId
     ) -> Response[bytes]:
         adm = await env_of(request).run_sync(lambda c: creatives_repo.markup(c, creative_id))
-        return reply_response(Reply(200, adm.encode(), XML, list(PREVIEW_HEADERS)))
+        return reply_response(Reply(200, adm.encode(), XML, MARKUP_HEADERS))
 
     @get(
         "/{creative_id:int}",

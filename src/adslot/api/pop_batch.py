@@ -22,10 +22,9 @@ import uuid
 from collections import Counter
 from typing import NamedTuple
 
-import msgspec
-
 from adslot.api.ad_request import check_content_encoding, check_content_type
 from adslot.api.auth import authenticate
+from adslot.api.json_body import decode_json
 from adslot.api.proof_of_play import LAYERS
 from adslot.api.reply import NO_STORE, Reply, error_reply, json_reply
 from adslot.auth.keys import SCOPE_AD_REQUEST
@@ -107,10 +106,7 @@ def parse_batch(raw: bytes, now: int, skew: int) -> list[Item]:
     """Every fire of the body, checked, or the ApiError of the first thing wrong (nothing is stored then)."""
     if len(raw) > MAX_BATCH_BYTES:
         raise ApiError(413, "payload_too_large", f"the body may be at most {MAX_BATCH_BYTES} bytes", "body")
-    try:
-        body = msgspec.json.decode(raw)
-    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        raise ApiError(400, "invalid_json", f"the body is not valid JSON: {exc}", "body") from exc
+    body = decode_json(raw)
     if not isinstance(body, dict):
         raise ApiError(400, "invalid_body", "the body must be a JSON object", "body")
     if "fires" not in body:

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from adslot import __version__
 from adslot.api.rate_limited import pixels_limited
-from adslot.api.reply import NO_STORE, XML, Reply, error_reply, json_reply
+from adslot.api.reply import MARKUP_HEADERS, NO_STORE, XML, Reply, error_reply, json_reply
 from adslot.decision.model import Creative
 from adslot.environment import Environment
 from adslot.errors import ApiError
@@ -220,7 +220,7 @@ async def handle_inline_vast(env: Environment, ad_request_uuid: str) -> Reply:
         ad_system_name=env.settings.ad_system_name,
         ad_system_version=__version__,
     )
-    return Reply(200, vast.encode(), XML, [NO_STORE])
+    return Reply(200, vast.encode(), XML, MARKUP_HEADERS)
 
 
 async def _buyer_vast(env: Environment, record: AdRequest, ad_request_uuid: str) -> Reply:
@@ -248,7 +248,7 @@ async def _buyer_vast(env: Environment, record: AdRequest, ad_request_uuid: str)
         )
     else:
         raise ApiError(410, "creative_gone", "the winning bid carried no markup", "ad_request_uuid")
-    return Reply(200, vast.encode(), XML, [NO_STORE])
+    return Reply(200, vast.encode(), XML, MARKUP_HEADERS)
 
 
 def record_view(record: AdRequest, now: int) -> dict[str, object]:

@@ -9,6 +9,7 @@ import msgspec
 
 from adslot.errors import INTERNAL_ERROR, STORAGE_UNAVAILABLE, ApiError
 from adslot.storage.failures import UNAVAILABLE_RETRY_AFTER_SECONDS, OutageLog, unavailable
+from adslot.vast.headers import NO_SCRIPT_HEADERS
 
 log = logging.getLogger("adslot.api")
 outages = OutageLog(log)
@@ -17,6 +18,9 @@ outages = OutageLog(log)
 JSON = "application/json"
 XML = "application/xml; charset=utf-8"
 NO_STORE = ("cache-control", "no-store")
+MARKUP_HEADERS = [NO_STORE, *NO_SCRIPT_HEADERS]
+"""The headers of an answer carrying VAST markup (vast/headers.py), shared by every such Reply (never
+mutated): constants, so the hot lane caches their encoded lines."""
 
 
 @dataclass(slots=True)

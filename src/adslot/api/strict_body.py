@@ -4,8 +4,8 @@ Litestar converts a decoded body to the handler's type leniently (msgspec `stric
 path parameters need): `"width": "1920"` would be stored as 1920 and `"cpm": "2.5"` as 2.5, though the OpenAPI
 document says integer and number. This guard decodes the body strictly first, so a value of the wrong JSON
 type is refused with the path of the field, as any other invalid value is. A body that is not JSON (or not
-UTF-8) is `invalid_json`, and one not sent as `Content-Type: application/json` is refused 415 before it is
-read, as the ad request's is.
+UTF-8) is `invalid_json`, one nesting too deep `nesting_too_deep` (api/json_body.py), and one not sent as
+`Content-Type: application/json` is refused 415 before it is read, as the ad request's is.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 
 from adslot.api.ad_request import check_content_encoding, check_content_type
-from adslot.errors import ApiError, invalid_value
+from adslot.api.json_body import decode_json
+from adslot.errors import invalid_value
 
 _decoders: WeakKeyDictionary[BaseRouteHandler, msgspec.json.Decoder[Any] | None] = WeakKeyDictionary()
 """Per route handler, as long as its app lives: the strict decoder of its `data` parameter's type."""
@@ -39,8 +40,6 @@ async def strict_body(connection: ASGIConnection[Any, Any, Any, Any], handler: B
         return
     check_content_type(connection.headers.get("content-type"))
     try:
-        decoder.decode(await connection.body())
+        decode_json(await connection.body(), decoder)
     except msgspec.ValidationError as exc:
         raise invalid_value(exc) from None
-    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # msgspec raises the latter on invalid UTF-8
-        raise ApiError(400, "invalid_json", f"the body is not valid JSON: {exc}", "body") from None

@@ -159,6 +159,8 @@ def check_response(asked: Asked, body: bytes | None, markups: MarkupChecks | Non
         response = _RESPONSE_DECODER.decode(body)
     except (msgspec.DecodeError, UnicodeDecodeError) as error:
         return dropped("bad_json", str(error))
+    except RecursionError:  # msgspec decodes nesting recursively: a partner's 1,000-deep array
+        return dropped("bad_json", "the response nests arrays or objects too deeply")
     offered = [(seat.seat, bid) for seat in response.seatbid or () for bid in seat.bid]
     if not offered:
         return dropped("no_bid", "no seatbid" if response.nbr is None else f"no bid, nbr {response.nbr}")

@@ -33,6 +33,7 @@ import msgspec
 
 from adslot.demand import openrtb
 from adslot.demand.bidder_log import MAX_ENTRIES, BidderLog
+from adslot.vast.headers import NO_SCRIPT_HEADERS
 from adslot.vast.inline import duration
 from adslot.vast.wrapper import XML_DECLARATION
 from adslot.vast.xml import attr, cdata, text
@@ -276,7 +277,7 @@ class Bidder:
             return
         try:
             request = _REQUEST_DECODER.decode(body)
-        except (msgspec.DecodeError, UnicodeDecodeError) as error:
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as error:
             self.log.add("bad_request", error=str(error))
             await _fail(send, 400, "invalid_bid_request", f"not an OpenRTB 2.6 BidRequest: {error}")
             return
@@ -358,6 +359,10 @@ async def _json(send: Send, status: int, value: Any, *, head: bool = False) -> N
     await _send(send, status, msgspec.json.encode(value), "application/json", head=head)
 
 
+_ALWAYS = ((b"cache-control", b"no-store"), *((k.encode(), v.encode()) for k, v in NO_SCRIPT_HEADERS))
+"""On every answer: a bid response carries VAST markup, and the demo bidder is served on adslot's origin."""
+
+
 async def _send(
     send: Send,
     status: int,
@@ -367,7 +372,7 @@ async def _send(
     head: bool = False,
     headers: tuple[tuple[bytes, bytes], ...] = (),
 ) -> None:
-    headers = ((b"cache-control", b"no-store"), *headers)
+    headers = (*_ALWAYS, *headers)
     if content_type is not None:
         headers += ((b"content-type", content_type.encode()),)
     if status != 204:

@@ -18,8 +18,8 @@ from structlog.tracebacks import ExceptionDictTransformer
 from structlog.typing import EventDict, Processor, WrappedLogger
 
 from adslot.edge.request_ids import REQUEST_ID
-from adslot.telemetry.redact import RedactingRenderer, redact_secrets
 from adslot.settings import DEFAULTS, SettingsError, load_settings
+from adslot.telemetry.redact import RedactingRenderer, redact_secrets
 
 UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")
 ACCESS_LOGGER = "uvicorn.access"
@@ -47,13 +47,15 @@ def configure_logging(log_format: str, level: str, stream: TextIO | None = None)
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
-    renderer: Callable[[WrappedLogger, str, EventDict], str]
+    renderer: Callable[[WrappedLogger, str, EventDict], str | bytes]
     tracebacks: Processor
     if log_format == "json":
         renderer = structlog.processors.JSONRenderer()
         tracebacks = structlog.processors.ExceptionRenderer(ExceptionDictTransformer(show_locals=False))
     else:
-        renderer = structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback)
+        renderer = structlog.dev.ConsoleRenderer(
+            colors=False, exception_formatter=structlog.dev.plain_traceback
+        )
         tracebacks = structlog.processors.format_exc_info  # the plain traceback, without locals
     structlog.configure(
         processors=[

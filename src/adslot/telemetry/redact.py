@@ -60,7 +60,7 @@ def redact_text(text: str) -> str:
 
 
 def redact_value(value: Any) -> Any:
-    """`value` with every secret in it replaced: a secret name's value whole, secret shapes in every string."""
+    """`value` with every secret replaced: a secret name's value whole, secret shapes in every string."""
     if isinstance(value, str):
         return redact_text(value)
     if isinstance(value, dict):
@@ -95,8 +95,9 @@ class RedactingRenderer:
     """A renderer whose line is searched once more for secret shapes: whatever the renderer made of values
     that are not strings (an exception object, bytes, a repr) is written only through this."""
 
-    def __init__(self, renderer: Callable[[WrappedLogger, str, EventDict], str]) -> None:
+    def __init__(self, renderer: Callable[[WrappedLogger, str, EventDict], str | bytes]) -> None:
         self._renderer = renderer
 
     def __call__(self, logger: WrappedLogger, name: str, event_dict: EventDict) -> str:
-        return redact_text(self._renderer(logger, name, event_dict))
+        line = self._renderer(logger, name, event_dict)
+        return redact_text(line.decode("utf-8", "replace") if isinstance(line, bytes) else line)

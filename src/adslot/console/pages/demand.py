@@ -24,10 +24,11 @@ from adslot.errors import ApiError
 from adslot.reporting import query as q
 from adslot.reporting.demand import demand_report
 from adslot.reporting.formats import demand_csv
+from adslot.vast.headers import NO_SCRIPT_HEADERS
 
 BASE = ROOT + "/{env_name:str}/demand"
 PartnerName = Annotated[str, PathParameter(max_length=64)]
-PREVIEW_HEADERS = {"x-content-type-options": "nosniff", "content-security-policy": "sandbox"}
+PREVIEW_HEADERS = dict(NO_SCRIPT_HEADERS)
 """The markup is the buyer's, not adslot's: never sniffed, never run as a page of the console's (as the
 API's preview)."""
 REPORT_COLUMNS = (
