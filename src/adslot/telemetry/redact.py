@@ -28,12 +28,19 @@ _NAMES = (
     r"password|passwd|secret|[a-z_-]*token|api[_-]?key|ssp[_-]?key|authorization|set-cookie|cookie|"
     r"adslot_console(?:_csrf)?|session|csrf[a-z_-]*|credentials?"
 )
+_HEADER = r"(?:(?<=authorization)|(?<=cookie)|(?<=ssp-key))"
+"""After the name of a header that carries a secret: `Name: value` (a header written as HTTP writes it)."""
+_Q = r"\\?['\"]"
+"""A quote, JSON-escaped or not."""
 _SHAPES = re.compile(
     # an adslot API key
     r"ssp_(?:live|test)_[A-Za-z0-9]+"
-    # `name: value` / `name=value` / `'name': 'value'` / `(b'name', b'value')` with a secret name
-    rf"|(?P<name>(?:{_NAMES}))(?P<sep>\\?['\"]?\s*[:=]\s*(?:b(?=\\?['\"]))?\\?['\"]?|\\?['\"]\s*,\s*b?\\?['\"])"
+    # a secret name and its value: `name=value` (a query, a form, a cookie), `'name': 'value'` and
+    # `name = 'value'` (a repr, a JSON line), `Name: value` (a header)
+    rf"|(?P<name>(?:{_NAMES}))(?P<sep>={_Q}?|{_Q}?\s*[:=]\s*b?{_Q}|{_HEADER}:[ \t]*)"
     r"(?!\[redacted\])(?P<value>(?:Bearer |Basic )?[^\s'\",;&)}\]\\]+)"
+    # a `(b'name', b'value')` pair with a secret name (ASGI and httpx headers)
+    rf"|(?P<pair>\(b?{_Q}(?:{_NAMES}){_Q},\s*b?{_Q})[^'\"\\]+"
     # the credentials of a URL (a partner's endpoint)
     r"|(?P<scheme>[a-z][a-z0-9+.-]*://)[^/\s@'\"]+@"
     # a console session (secrets.token_urlsafe(32)) or CSRF token (token_urlsafe(24)) standing alone
@@ -45,6 +52,8 @@ _HEX = re.compile(r"[0-9a-f]{32}")
 
 
 def _replace(match: re.Match[str]) -> str:
+    if match.group("pair") is not None:
+        return match.group("pair") + REDACTED
     if match.group("name") is not None:
         return match.group("name") + match.group("sep") + REDACTED
     if match.group("scheme") is not None:
