@@ -255,6 +255,18 @@ DROP_CASES: dict[str, tuple[bytes | None, PartnerTerms | None, DropReason, LossR
     "id of the wrong type": (b'{"id": 5}', None, "bad_json", None),
     "bid without price": (NO_PRICE, None, "bad_json", None),
     "invalid utf-8": (b'{"id": "\xff\xfe"}', None, "bad_json", None),
+    "ext nested 1,000 deep": (
+        b'{"id": "req-1", "ext": ' + b"[" * 1000 + b"]" * 1000 + b"}",
+        None,
+        "bad_json",
+        None,
+    ),
+    "unknown member nested 100,000 deep": (
+        b'{"id": "req-1", "unknown": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        None,
+        "bad_json",
+        None,
+    ),
     "price out of float range": (body(bid(3.0)).replace(b"3.0", b"1e999"), None, "bad_json", None),
     "response too large": (b" " * (MAX_RESPONSE_BYTES + 1), None, "too_large", None),
     "another auction": (body(bid(3.0), id="req-0"), None, "wrong_request_id", Loss.INVALID_AUCTION_ID),

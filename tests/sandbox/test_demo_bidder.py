@@ -53,6 +53,25 @@ def test_its_media_pixels_and_notices_are_served_and_its_log_shows_what_it_recei
     assert [entry["kind"] for entry in http.get(f"{base}/log", params={"kind": "win"}).json()][-1:] == ["win"]
 
 
+def test_every_answer_of_the_demo_bidder_forbids_script_and_sniffing_on_adslots_origin(
+    live: LiveServer, http: httpx.Client
+) -> None:
+    """Its bids carry VAST markup and it is served on adslot's origin: none of its answers runs as a page."""
+    base = f"{live.sandbox_url}/demo-bidder"
+    answers = [
+        http.post(f"{base}{AUCTION_PATH}", content=bid_request(venue_id=VENUE)),
+        http.post(f"{base}{AUCTION_PATH}", content=b"[" * 1000 + b"]" * 1000),
+        http.get(f"{base}{MEDIA_PATH}"),
+        http.get(f"{base}/pixel/impression"),
+        http.get(f"{base}/log"),
+        http.get(f"{base}/nowhere"),
+    ]
+    assert [a.status_code for a in answers] == [200, 400, 200, 200, 200, 404]
+    for answer in answers:
+        assert answer.headers["x-content-type-options"] == "nosniff"
+        assert answer.headers["content-security-policy"] == "sandbox; default-src 'none'"
+
+
 def test_the_partners_stored_endpoint_reaches_the_mounted_bidder(
     live: LiveServer, http: httpx.Client
 ) -> None:
