@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl
 
 from adslot.api.ad_request import handle_ad_request
 from adslot.api.proof_of_play import Pending, begin_event, handle_inline_vast
-from adslot.api.reply import Reply
+from adslot.api.reply import MARKUP_HEADERS, XML, Reply
 from adslot.environment import Environment
 from adslot.routes import IMPRESSION_PATHS, TRACKING_PATHS, VAST
 from adslot.vast.urls import QUARTILE_EVENTS
@@ -48,18 +48,27 @@ def _header(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> str | None:
 
 _tails: dict[tuple[str | None, tuple[tuple[str, str], ...]], bytes] = {}
 """Encoded header lines after content-length, per (content type, headers) of the few constant combinations
-that nearly every answer sends (a pixel's: content type and cache-control; a VAST's: those and
-vast/headers.py's)."""
-_CONSTANT = frozenset({"content-type", "cache-control", "x-content-type-options", "content-security-policy"})
+that nearly every answer sends (a pixel's: content type and cache-control)."""
+_CONSTANT = frozenset({"content-type", "cache-control"})
+
+
+def _encode(content_type: str | None, headers: list[tuple[str, str]]) -> bytes:
+    lines = [(b"content-type", content_type.encode())] if content_type else []
+    lines.extend((k.encode(), v.encode()) for k, v in headers)
+    return b"".join(b"%s: %s\r\n" % line for line in lines)
+
+
+_MARKUP_TAIL = _encode(XML, MARKUP_HEADERS)
+"""An inline VAST's header lines (reply.py's MARKUP_HEADERS), encoded once: recognised by identity."""
 
 
 def _tail(content_type: str | None, headers: list[tuple[str, str]]) -> bytes:
+    if headers is MARKUP_HEADERS and content_type is XML:
+        return _MARKUP_TAIL
     key = (content_type, tuple(headers))
     tail = _tails.get(key)
     if tail is None:
-        lines = [(b"content-type", content_type.encode())] if content_type else []
-        lines.extend((k.encode(), v.encode()) for k, v in headers)
-        tail = b"".join(b"%s: %s\r\n" % line for line in lines)
+        tail = _encode(content_type, headers)
         if len(_tails) < 64 and all(k in _CONSTANT for k, _ in headers):
             _tails[key] = tail
     return tail
