@@ -5,20 +5,17 @@ XML served without those headers calls it at once), and players keep their CORS.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator, MutableMapping
-from contextlib import contextmanager
 from typing import Any
 
 import httpx
 import msgspec
 import pytest
-import uvicorn
 
 from adslot.demand.bidder import AUCTION_PATH, BidderSettings, build_bid_response
 from adslot.demand.openrtb import BidRequest
 from tests.conftest import LiveServer, drop_schemas, eventually, free_port, play_time, start_server
+from tests.loopback import on_loopback
 from tests.playground.test_playground_browser import CHROMIUM, CHROMIUM_ARGS, require_browser
 
 Scope = MutableMapping[str, Any]
@@ -88,29 +85,10 @@ async def _answer(send: Any, body: bytes, content_type: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-@contextmanager
-def serving(app: Any) -> Iterator[str]:
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "a loopback server did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def callback() -> Iterator[tuple[Callback, str]]:
     app = Callback()
-    with serving(app) as url:
+    with on_loopback(app, "the callback server") as url:
         yield app, url
 
 
@@ -121,7 +99,7 @@ def exchange(
     """adslot whose only demand partner bids hostile markup on the venue no campaign fills."""
     partner_port = free_port()
     partner = HostilePartner(f"http://127.0.0.1:{partner_port}", extension_calling(callback[1]))
-    with serving(partner) as partner_url:
+    with on_loopback(partner, "the hostile partner", partner_port) as partner_url:
         server, schemas = start_server(tmp_path_factory.mktemp("adslot"), backend)
         made = httpx.post(
             f"{server.url}/api/v1/demand/partners",

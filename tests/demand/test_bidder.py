@@ -10,7 +10,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +19,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 import xmlschema
 
 from adslot.demand.auction import Asked, check_response
@@ -40,6 +38,7 @@ from adslot.demand.macros import MacroValues, substitute
 from adslot.demand.terms import PartnerTerms, to_micros
 from tests.conftest import free_port
 from tests.demand.openrtb_schema import schema_errors
+from tests.loopback import on_loopback
 from tests.vast.schema import MISSING_SCHEMA, SCHEMA_PATH
 from tests.vast.schema import schema_errors as vast_errors
 
@@ -82,20 +81,8 @@ def running(**settings: Any) -> Iterator[httpx.Client]:
     app = create_bidder(
         BidderSettings(**({"base_url": base_url, "no_bid_rate": 0, "delay_ms": 0} | settings))
     )
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the test bidder did not start"
-        time.sleep(0.01)
-    try:
-        with httpx.Client(base_url=base_url, timeout=10) as client:
-            yield client
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with on_loopback(app, "the test bidder", port), httpx.Client(base_url=base_url, timeout=10) as client:
+        yield client
 
 
 def auction(client: httpx.Client, body: bytes | None = None) -> httpx.Response:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from contextlib import contextmanager
@@ -28,7 +27,6 @@ from typing import Any
 import httpx
 import pytest
 import sqlalchemy as sa
-import uvicorn
 
 from adslot.demand.bidder import AUCTION_PATH
 from adslot.demand.caller import PartnerTally
@@ -40,11 +38,11 @@ from tests.conftest import (
     LiveServer,
     drop_schemas,
     eventually,
-    free_port,
     play_time,
     start_server,
 )
 from tests.demand.test_bidder import running
+from tests.loopback import on_loopback
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -110,22 +108,8 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 @contextmanager
 def serving(app: App, path: str = AUCTION_PATH) -> Iterator[str]:
     """The partner app under uvicorn in a thread on a loopback port; its bid request endpoint."""
-    port = free_port()
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, lifespan="off", log_level="warning", timeout_graceful_shutdown=2
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, f"the partner {app!r} did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}{path}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with on_loopback(app, f"the partner {app!r}", timeout_graceful_shutdown=2) as url:
+        yield f"{url}{path}"
 
 
 @dataclass(frozen=True)
