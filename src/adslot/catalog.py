@@ -20,7 +20,7 @@ from adslot.decision.model import Creative, ScreenProfile, VenueProfile
 from adslot.demand.creatives import CreativeStatus
 from adslot.demand.creatives_repository import creative_statuses
 from adslot.demand.partners import Partner
-from adslot.demand.repository import list_partners
+from adslot.demand.repository import list_partners, partner_headers
 from adslot.inventory.repository import screen_profiles, venue_profiles
 from adslot.storage.tables import environment_meta
 from adslot.vast.inline import InlineCreative
@@ -43,6 +43,9 @@ class Catalog:
     """Every creative ever defined, live or not: an issued ad request still renders after a pause."""
     partners: tuple[Partner, ...] = ()
     """The active demand partners (demand/): none, and an ad request asks no one and costs nothing more."""
+    partner_headers: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)
+    """The credential header (name, value) of each active partner that has one, sent with its bid requests
+    only: never shown, never logged (so not in this snapshot's repr either)."""
     demand_creatives: dict[tuple[str, str], tuple[int, CreativeStatus]] = field(default_factory=dict)
     """(partner name, crid) -> (id, approval status) of every creative partners have bid."""
     inline: dict[int, InlineCreative] = field(default_factory=dict, compare=False)
@@ -80,6 +83,7 @@ def load_catalog(conn: sa.Connection) -> Catalog:
         index=DecisionIndex.build(live_campaigns(conn, active_creatives)),
         creatives=every_creative,
         partners=tuple(list_partners(conn, status="active")),
+        partner_headers=partner_headers(conn),
         demand_creatives=creative_statuses(conn),
     )
 

@@ -529,8 +529,37 @@ PARTNER_OPTIONS = _options(
         metavar="DOMAIN,DOMAIN...",
         help="Advertiser domains whose bids are dropped (sent as badv).",
     ),
+    click.option(
+        "--notice-hosts",
+        callback=_comma_list,
+        metavar="HOST,HOST...",
+        help="Hosts (host or host:port) its notices may go to besides the endpoint's; others are dropped.",
+    ),
+    click.option(
+        "--auth-header",
+        "auth_header_name",
+        metavar="NAME",
+        help="A credential header sent with its bid requests, to its endpoint only (e.g. Authorization).",
+    ),
+    click.option(
+        "--auth-header-value",
+        envvar="ADSLOT_AUTH_HEADER_VALUE",
+        show_envvar=True,
+        metavar="VALUE",
+        help="The credential header's value: stored, never shown. Prefer the environment variable, which "
+        "stays out of the shell history and the process list.",
+    ),
 )
 """The partner members add and update share (add requires --endpoint)."""
+
+
+def _partner_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """The flags as the API's body: --auth-header and its value as the `auth_header` object. The value is
+    read only with --auth-header, so ADSLOT_AUTH_HEADER_VALUE left set changes nothing by itself."""
+    name, value = fields.pop("auth_header_name", None), fields.pop("auth_header_value", None)
+    if name is not None:
+        fields["auth_header"] = {"name": name, "value": value or ""}
+    return fields
 
 
 def _partner_change(
@@ -560,7 +589,7 @@ def _partner_change(
 @click.option("--auto-approve", is_flag=True, help="Play its new creatives without approval.")
 def demand_add(env_name: str, **fields: Any) -> None:
     """Register a demand partner (active at once)."""
-    data = _convert(fields, PartnerIn)
+    data = _convert(_partner_fields(fields), PartnerIn)
     create = audited(
         cli_actor(),
         "demand_partner.create",
@@ -585,10 +614,11 @@ def demand_list(env_name: str) -> None:
 @click.option(
     "--auto-approve/--no-auto-approve", default=None, help="Play its new creatives without approval."
 )
-@_clear_option("max_qps", "venues")
+@_clear_option("max_qps", "venues", "notice_hosts", "auth_header")
 def demand_update(env_name: str, name: str, clear: tuple[str, ...], **fields: Any) -> None:
-    """Change a demand partner: only the members given change (--clear venues: every venue again)."""
-    patch = _convert(fields, PartnerPatch, _cleared(clear))
+    """Change a demand partner: only the members given change (--clear venues: every venue again;
+    --clear auth_header: no credential header)."""
+    patch = _convert(_partner_fields(fields), PartnerPatch, _cleared(clear, frozenset({"notice_hosts"})))
     update = partial(demand_repo.update_partner, name=name, patch=patch)
     _echo(_partner_change(env_name, "demand_partner.update", name, update))
 

@@ -138,6 +138,7 @@ class Environment:
             settings.demand_billing_interval_seconds,
             active=lambda: bool(self.catalog and self.catalog.partners),
             name=f"billing-{env.name}",
+            stats=self.demand_stats,
         )
         self.rng = random.Random(seed)
         self.catalog: Catalog | None = None

@@ -21,6 +21,7 @@ from adslot.demand.auction import (
     only_playable,
     run_auction,
 )
+from adslot.demand.notice_rules import MAX_NOTICE_BYTES, notice_rule
 from adslot.demand.openrtb import LossReason
 from adslot.demand.terms import Deal, PartnerTerms
 from adslot.vast.markup import ANSWER_BYTES, ANSWER_ELEMENTS, MAX_DEPTH, MarkupChecks
@@ -45,6 +46,7 @@ def terms(name: str = "dsp", **changes: Any) -> PartnerTerms:
             "floor_cpm_micros": 2_000_000,
             "deals": DEALS,
             "blocked_domains": frozenset({"casino.example"}),
+            "notices": notice_rule("https://dsp.example/bid"),
             **changes,
         },
     )
@@ -298,6 +300,30 @@ DROP_CASES: dict[str, tuple[bytes | None, PartnerTerms | None, DropReason, LossR
         "no_creative",
         Loss.MISSING_MARKUP,
     ),
+    "nurl serving markup on an undeclared host": (
+        body(bid(3.0, adm=None, nurl="http://127.0.0.1:6379/ad")),
+        None,
+        "notice_host",
+        Loss.INVALID_BID_RESPONSE,
+    ),
+    "nurl serving markup with user info": (
+        body(bid(3.0, adm=None, nurl="https://user:pw@dsp.example/ad")),
+        None,
+        "notice_userinfo",
+        Loss.INVALID_BID_RESPONSE,
+    ),
+    "nurl serving markup too long": (
+        body(bid(3.0, adm=None, nurl="https://dsp.example/ad?" + "x" * MAX_NOTICE_BYTES)),
+        None,
+        "notice_too_long",
+        Loss.INVALID_BID_RESPONSE,
+    ),
+    "nurl serving markup with no host": (
+        body(bid(3.0, adm=None, nurl="https:///ad")),
+        None,
+        "notice_malformed",
+        Loss.INVALID_BID_RESPONSE,
+    ),
     "html markup": (
         body(bid(3.0, adm="<div><img src='x'></div>")),
         None,
@@ -330,10 +356,12 @@ def test_a_bid_that_may_not_compete_is_dropped_with_its_reason_and_loss_code(cas
 
 APPROVAL_REASONS = {"creative_pending", "creative_rejected"}
 """Drops of the creative approval check (only_playable), which the exchange runs on checked answers."""
+UNREACHABLE = {"notice_scheme"}
+"""A nurl serving markup that is not http(s) is `no_creative` first: notice_scheme is a notice's drop only."""
 
 
 def test_every_drop_reason_is_proven_by_a_case() -> None:
-    assert {case[2] for case in DROP_CASES.values()} | APPROVAL_REASONS == set(DROP_REASONS)
+    assert {case[2] for case in DROP_CASES.values()} | APPROVAL_REASONS | UNREACHABLE == set(DROP_REASONS)
 
 
 def test_bids_whose_creative_may_not_play_are_moved_to_the_drops_with_their_loss_codes() -> None:

@@ -4,6 +4,7 @@ change is in the audit log; the OpenAPI document describes the five operations."
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
@@ -52,6 +53,8 @@ def test_a_partner_is_created_read_changed_paused_resumed_and_removed(
         "created_at": 0,
         "deals": [],
         "blocked_domains": [],
+        "notice_hosts": [],
+        "auth_header": None,
     }
     assert http.get(f"{url}/life", headers=admin(live)).json() == partner
     assert partner in http.get(url, headers=admin(live)).json()
@@ -255,3 +258,66 @@ def test_the_openapi_document_describes_the_partner_operations(live: LiveServer,
     assert set(created["required"]) == {"name", "endpoint"}
     assert created["properties"]["timeout_ms"]["minimum"] == 10
     assert created["properties"]["auction"]["enum"] == ["first", "second"]
+
+
+def test_notice_hosts_and_a_credential_header_are_set_and_only_the_headers_name_is_answered(
+    live: LiveServer, http: httpx.Client
+) -> None:
+    url = f"{live.url}{PARTNERS}"
+    body = {
+        "name": "creds",
+        "endpoint": ENDPOINT,
+        "notice_hosts": ["Win.Example.", "[::1]:9000"],
+        "auth_header": {"name": "Authorization", "value": "Bearer s3cret-token"},
+    }
+    made = http.post(url, headers=admin(live), json=body)
+    assert made.status_code == 201, made.text
+    assert made.json()["notice_hosts"] == ["[::1]:9000", "win.example"]
+    assert made.json()["auth_header"] == "Authorization"
+    read = http.get(f"{url}/creds", headers=admin(live))
+    listed = http.get(url, headers=admin(live))
+    patched = http.patch(f"{url}/creds", headers=admin(live), json={"notice_hosts": []})
+    assert patched.json()["notice_hosts"] == [] and patched.json()["auth_header"] == "Authorization"
+    cleared = http.patch(f"{url}/creds", headers=admin(live), json={"auth_header": None})
+    assert cleared.json()["auth_header"] is None
+    engine = make_engine(live.settings.environment("production"))
+    try:
+        logged = transact(engine, entries)
+    finally:
+        engine.dispose()
+    for answer in (made, read, listed, patched, cleared):
+        assert "s3cret" not in answer.text
+    assert "s3cret" not in repr([(e.before, e.after) for e in logged])
+
+
+@pytest.mark.parametrize(
+    ("change", "code", "field"),
+    [
+        ({"endpoint": "https://user:s3cret@bidder.example.test/"}, "invalid_endpoint", "endpoint"),
+        ({"endpoint": "https://s3cret@bidder.example.test:99999/"}, "invalid_endpoint", "endpoint"),
+        ({"notice_hosts": ["ok.example", "https://x.example/"]}, "invalid_field", "notice_hosts[1]"),
+        ({"notice_hosts": ["h.example:0"]}, "invalid_field", "notice_hosts[0]"),
+        ({"notice_hosts": ["h" * 300]}, "invalid_field", "notice_hosts[0]"),
+        ({"auth_header": {"name": "Host", "value": "s3cret"}}, "invalid_field", "auth_header.name"),
+        ({"auth_header": {"name": "Bad Name", "value": "s3cret"}}, "invalid_field", "auth_header.name"),
+        (
+            {"auth_header": {"name": "X-Key", "value": "s3cret\r\nX-Evil: 1"}},
+            "invalid_field",
+            "auth_header.value",
+        ),
+        ({"auth_header": {"name": "X-Key"}}, "invalid_field", "auth_header.value"),
+    ],
+)
+def test_credentials_in_the_endpoint_and_bad_notice_hosts_or_headers_are_refused_without_echo(
+    live: LiveServer, http: httpx.Client, change: dict[str, Any], code: str, field: str
+) -> None:
+    url, name = f"{live.url}{PARTNERS}", f"dsp-{uuid.uuid4().hex[:8]}"
+    made = http.post(url, headers=admin(live), json={"name": name, "endpoint": ENDPOINT} | change)
+    assert made.status_code == 400, made.text
+    assert (made.json()["error"]["code"], made.json()["error"]["field"]) == (code, field)
+    assert "s3cret" not in made.text
+    assert http.post(url, headers=admin(live), json={"name": name, "endpoint": ENDPOINT}).status_code == 201
+    patched = http.patch(f"{url}/{name}", headers=admin(live), json=change)
+    assert patched.status_code == 400 and patched.json()["error"]["field"] == field
+    assert "s3cret" not in patched.text
+    assert http.get(f"{url}/{name}", headers=admin(live)).json()["endpoint"] == ENDPOINT

@@ -67,6 +67,8 @@ def test_a_partner_is_added_listed_paused_resumed_and_removed(run: Run) -> None:
         "created_at": 0,
         "deals": [],
         "blocked_domains": [],
+        "notice_hosts": [],
+        "auth_header": None,
     }
     defaults = add(run, "dsp-two")
     assert (defaults["timeout_ms"], defaults["floor_cpm"], defaults["currency"]) == (150, 0.0, "USD")
@@ -177,3 +179,68 @@ def test_deals_and_blocked_domains_are_stored_checked_and_replaced_whole(run: Ru
     assert json.loads(run("demand", "update", "pmp", "--blocked-domains", ""))["blocked_domains"] == []
     bad = run("demand", "update", "pmp", "--blocked-domains", "not a domain", ok=False)
     assert "invalid_field" in bad and "blocked_domains[0]" in bad
+
+
+def test_notice_hosts_are_stored_normalised_checked_and_replaced_whole(run: Run) -> None:
+    made = add(run, "dsp", "--notice-hosts", "Win.Example.,win.example,10.0.0.7:8080,[2001:DB8::1]")
+    assert made["notice_hosts"] == ["10.0.0.7:8080", "[2001:db8::1]", "win.example"]
+    bad = run("demand", "update", "dsp", "--notice-hosts", "win.example,http://x.example/", ok=False)
+    assert "invalid_field" in bad and "(field: notice_hosts[1])" in bad
+    assert json.loads(run("demand", "update", "dsp", "--notice-hosts", "b.example"))["notice_hosts"] == [
+        "b.example"
+    ]
+    assert json.loads(run("demand", "update", "dsp", "--clear", "notice_hosts"))["notice_hosts"] == []
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        "https://user:s3cret-pw@bidder.test/openrtb",
+        "https://s3cret-pw@bidder.test/",
+        "https://:s3cret-pw@bidder.test:99999/",
+    ],
+)
+def test_an_endpoint_with_credentials_is_refused_without_repeating_them(run: Run, endpoint: str) -> None:
+    output = run("demand", "add", "--name", "dsp", "--endpoint", endpoint, ok=False)
+    assert "invalid_endpoint" in output and "(field: endpoint)" in output
+    assert "s3cret-pw" not in output
+    assert json.loads(run("demand", "list")) == []
+
+
+def test_a_credential_header_is_stored_but_only_its_name_is_ever_printed_or_audited(
+    run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ADSLOT_AUTH_HEADER_VALUE", "Bearer s3cret-token")
+    made = add(run, "dsp", "--auth-header", "Authorization")
+    assert made["auth_header"] == "Authorization"
+    listed = run("demand", "list")
+    assert json.loads(listed)[0]["auth_header"] == "Authorization"
+    timeout = run("demand", "update", "dsp", "--timeout-ms", "300")  # the variable alone changes nothing
+    assert json.loads(timeout)["auth_header"] == "Authorization"
+    changed = run(
+        "demand", "update", "dsp", "--auth-header", "X-Api-Key", "--auth-header-value", "other-s3cret"
+    )
+    assert json.loads(changed)["auth_header"] == "X-Api-Key"
+    reserved = run("demand", "update", "dsp", "--auth-header", "Content-Type", ok=False)
+    assert "invalid_field" in reserved and "(field: auth_header.name)" in reserved
+    monkeypatch.delenv("ADSLOT_AUTH_HEADER_VALUE")
+    missing = run("demand", "update", "dsp", "--auth-header", "X-Other", ok=False)
+    assert "(field: auth_header.value)" in missing
+    assert json.loads(run("demand", "update", "dsp", "--clear", "auth_header"))["auth_header"] is None
+    engine = make_engine(load_settings().environment("production"))
+    try:
+        logged = transact(engine, entries)
+        stored = transact(
+            engine,
+            lambda c: c.exec_driver_sql(
+                "SELECT auth_header_name, auth_header_value FROM demand_partners"
+            ).all(),
+        )
+    finally:
+        engine.dispose()
+    assert stored == [(None, None)]
+    audit_text = json.dumps([(e.before, e.after) for e in logged])
+    assert "X-Api-Key" in audit_text
+    assert "s3cret" not in audit_text
+    for output in (json.dumps(made), listed, timeout, changed, reserved, missing):
+        assert "s3cret" not in output

@@ -72,6 +72,8 @@ def test_a_new_partner_gets_the_defaults_and_reads_back_as_stored(conn: sa.Conne
         "created_at": 0,
         "deals": [],
         "blocked_domains": [],
+        "notice_hosts": [],
+        "auth_header": None,
     }
     assert get_partner(conn, "dsp-one") == made and list_partners(conn) == [made]
 

@@ -18,6 +18,7 @@ from typing import Literal, get_args
 import msgspec
 
 from adslot.demand.bid_request import IMP_ID
+from adslot.demand.notice_rules import NOTICE_FAULTS, NoticeRule, notice_fault
 from adslot.demand.openrtb import Bid, BidResponse, LossReason
 from adslot.demand.terms import AUCTION_CODES, Deal, PartnerTerms, to_cpm, to_micros
 from adslot.vast.markup import (
@@ -47,6 +48,11 @@ DropReason = Literal[
     "unsafe_markup",
     "creative_pending",
     "creative_rejected",
+    "notice_scheme",
+    "notice_host",
+    "notice_too_long",
+    "notice_userinfo",
+    "notice_malformed",
 ]
 """Why a response or a bid may not compete. For a whole response: `bad_json` (not a BidResponse), `too_large`
 (over MAX_RESPONSE_BYTES), `no_bid` (204, empty body, no seatbid or no bid in it), `unsafe_markup` (a bid's
@@ -59,7 +65,9 @@ absent, is not the partner's), `wrong_imp`, `bad_price` (not in (0, MAX_CPM]), `
 what is left of the answer's markup budget, ANSWER_BYTES and ANSWER_ELEMENTS; and the bids past MAX_BIDS,
 as one drop without a bid),
 `creative_pending` (its crid awaits the media owner's approval), `creative_rejected` (the media owner
-rejected it, or it cannot be held for approval: no crid)."""
+rejected it, or it cannot be held for approval: no crid), and for a bid without markup, served by its
+`nurl`, the `NoticeFault` of that nurl (demand/notice_rules.py): a host its partner did not declare, and
+so on; such a bid cannot play, so it never wins."""
 DROP_REASONS: tuple[DropReason, ...] = get_args(DropReason)
 
 MAX_RESPONSE_BYTES = 1024 * 1024
@@ -91,6 +99,7 @@ _LOSS: dict[DropReason, LossReason] = {
     "too_large": LossReason.CREATIVE_FILTERED_GENERAL,
     "creative_pending": LossReason.CREATIVE_FILTERED_PENDING,
     "creative_rejected": LossReason.CREATIVE_FILTERED_DISAPPROVED,
+    **dict.fromkeys(NOTICE_FAULTS, LossReason.INVALID_BID_RESPONSE),
 }
 """The loss code of a dropped bid; a drop of a whole response (bad_json, no_bid) has no bid to notify."""
 
@@ -216,7 +225,7 @@ def _check_bid(
     blocked = _blocked_domain(bid.adomain, terms.blocked_domains)
     if blocked is not None:
         return "blocked_domain", f"advertiser domain {blocked!r} is blocked"
-    creative_fault = _creative_fault(bid, markup)
+    creative_fault = _creative_fault(bid, markup, terms.notices)
     if creative_fault is not None:
         return creative_fault
     at = deal.at if deal is not None and deal.at is not None else AUCTION_CODES[terms.auction]
@@ -231,8 +240,9 @@ def _loss(reason: DropReason, bid: Bid) -> LossReason | None:
     return _LOSS.get(reason)
 
 
-def _creative_fault(bid: Bid, markup: _Markup) -> tuple[DropReason, str] | None:
-    """Markup must be VAST; without markup, the win notice must be a URL that can serve it (spec 4.3.1)."""
+def _creative_fault(bid: Bid, markup: _Markup, notices: NoticeRule) -> tuple[DropReason, str] | None:
+    """Markup must be VAST; without markup, the win notice must be a URL that can serve it (spec 4.3.1), on
+    a host the partner declared for its notices."""
     if bid.adm:
         data = bid.adm.encode()
         if len(data) > MAX_ADM_BYTES:
@@ -247,9 +257,12 @@ def _creative_fault(bid: Bid, markup: _Markup) -> tuple[DropReason, str] | None:
         except NotVast as error:
             return "not_vast", f"adm is not a VAST ad adslot can serve: {error}"
         return None
-    if bid.nurl and bid.nurl.lower().startswith(("https://", "http://")):
-        return None
-    return "no_creative", "neither adm nor an http(s) nurl"
+    if not bid.nurl or not bid.nurl.lower().startswith(("https://", "http://")):
+        return "no_creative", "neither adm nor an http(s) nurl"
+    fault = notice_fault(bid.nurl, notices)
+    if fault is not None:
+        return fault, "its nurl, which serves its markup, may not be used: " + fault
+    return None
 
 
 def _blocked_domain(adomain: list[str] | None, blocked: frozenset[str]) -> str | None:

@@ -10,7 +10,10 @@ batches, calls each `burl` and marks it billed:
 - a notice whose sender died (a SIGKILL) is claimed again once its claim lapses; one whose call failed is
   retried with a growing pause, up to MAX_ATTEMPTS;
 - a notice is marked billed only after its `burl` answered 2xx; the one way it reaches a buyer twice is a
-  sender killed between that answer and the mark, which the buyer's own dedupe on `${AUCTION_ID}` covers.
+  sender killed between that answer and the mark, which the buyer's own dedupe on `${AUCTION_ID}` covers;
+- a `burl` its partner's notice hosts (as they are when it is due) do not admit is never called, nor retried:
+  it is given up at once with its fault as its error, and counted (demand/notice_rules.py). A removed
+  partner declares nothing, so its due notices are given up too.
 """
 
 from __future__ import annotations
@@ -24,13 +27,16 @@ from dataclasses import dataclass
 
 import aiohttp
 import anyio.to_thread
+import msgspec
 import sqlalchemy as sa
 
 from adslot.demand.http import get_ok, new_session
 from adslot.demand.macros import MacroValues, substitute
+from adslot.demand.notice_rules import NOTHING, NOTICE_FAULTS, NoticeRule, notice_fault, notice_rule
 from adslot.demand.notices import KEEPALIVE_S, NOTICE_TIMEOUT_S
+from adslot.demand.stats import DemandStats
 from adslot.storage.database import read_transaction, write_transaction
-from adslot.storage.tables import demand_wins
+from adslot.storage.tables import demand_partners, demand_wins
 from adslot.tasks import stop_tasks
 
 log = logging.getLogger(__name__)
@@ -64,6 +70,18 @@ class Due:
     multiplier: float
     played_at: int
     attempts: int
+    partner: str = ""
+    play_time: int = 0
+    endpoint: str | None = None
+    """Its partner's, now; None when the partner was removed."""
+    notice_hosts: str | None = None
+    """Its partner's declared notice hosts as stored (JSON), now."""
+
+    def rule(self) -> NoticeRule:
+        if self.endpoint is None:
+            return NOTHING
+        hosts = _HOSTS.decode(self.notice_hosts) if self.notice_hosts else []
+        return notice_rule(self.endpoint, tuple(hosts))
 
 
 _DUE_COLUMNS = (
@@ -81,7 +99,12 @@ _DUE_COLUMNS = (
     demand_wins.c.multiplier,
     demand_wins.c.bill_due_at,
     demand_wins.c.bill_attempts,
+    demand_wins.c.partner,
+    demand_wins.c.play_time,
+    demand_partners.c.endpoint,
+    demand_partners.c.notice_hosts,
 )
+_HOSTS = msgspec.json.Decoder(list[str])
 
 
 def _open(now: int) -> sa.ColumnElement[bool]:
@@ -117,7 +140,11 @@ def claim_due(conn: sa.Connection, now: int, limit: int = CLAIM_BATCH) -> list[D
         .where(demand_wins.c.ad_request_id.in_(ids))
         .values(bill_claimed_until=now + CLAIM_SECONDS, bill_attempts=demand_wins.c.bill_attempts + 1)
     )
-    rows = conn.execute(sa.select(*_DUE_COLUMNS).where(demand_wins.c.ad_request_id.in_(ids)))
+    rows = conn.execute(
+        sa.select(*_DUE_COLUMNS)
+        .select_from(demand_wins.outerjoin(demand_partners, demand_partners.c.name == demand_wins.c.partner))
+        .where(demand_wins.c.ad_request_id.in_(ids))
+    )
     return [Due(*tuple(row)) for row in rows]
 
 
@@ -142,10 +169,13 @@ def bill_values(due: Due) -> MacroValues:
 
 
 def mark(conn: sa.Connection, outcomes: Sequence[tuple[uuid.UUID, str | None, int]], now: int) -> None:
-    """(ad request, failure or None, attempts so far) of each call: billed, or released for a retry later."""
+    """(ad request, failure or None, attempts so far) of each call: billed, or released for a retry later;
+    a notice fault (never sent) is given up at once."""
     for ident, failure, attempts in outcomes:
         if failure is None:
             values: dict[str, object] = {"billed_at": now, "bill_error": None, "bill_claimed_until": None}
+        elif failure in NOTICE_FAULTS:
+            values = {"bill_error": failure, "bill_claimed_until": None, "bill_attempts": MAX_ATTEMPTS}
         else:
             pause = min(MAX_PAUSE_SECONDS, 2**attempts)
             values = {"bill_error": failure[:256], "bill_claimed_until": now + pause}
@@ -163,13 +193,16 @@ class BillingSender:
         active: Callable[[], bool] = lambda: True,
         idle_interval: float = IDLE_INTERVAL_SECONDS,
         name: str = "billing",
+        stats: DemandStats | None = None,
     ) -> None:
-        """`active`: whether the environment has a partner now (else it looks every `idle_interval`)."""
+        """`active`: whether the environment has a partner now (else it looks every `idle_interval`);
+        `stats`: where the notices given up for a fault are counted."""
         self._engine = engine
         self._interval = interval
         self._active = active
         self._idle_interval = max(interval, idle_interval)
         self._name = name
+        self._stats = stats
         self._task: asyncio.Task[None] | None = None
         self._session: aiohttp.ClientSession | None = None
         self.sent = 0
@@ -216,11 +249,16 @@ class BillingSender:
         async def send(due: Due) -> tuple[uuid.UUID, str | None, int]:
             if not due.burl:  # nothing to call: billed as it is counted
                 return due.ad_request_id, None, due.attempts + 1
-            return (
-                due.ad_request_id,
-                await get_ok(client, substitute(due.burl, bill_values(due))),
-                due.attempts + 1,
-            )
+            rule = due.rule()
+            fault = notice_fault(due.burl, rule)
+            url = due.burl if fault is not None else substitute(due.burl, bill_values(due))
+            fault = fault or notice_fault(url, rule)
+            if fault is not None:
+                if self._stats is not None:
+                    self._stats.notice_dropped(due.partner, due.play_time, fault)
+                log.info("billing notice of %s dropped: %s", due.partner, fault)
+                return due.ad_request_id, fault, due.attempts + 1
+            return due.ad_request_id, await get_ok(client, url), due.attempts + 1
 
         outcomes = await asyncio.gather(*(send(due) for due in claimed))
         for _, failure, _ in outcomes:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 from urllib.parse import urlsplit
@@ -33,6 +33,7 @@ from adslot.demand.breaker import (
     CircuitBreaker,
 )
 from adslot.demand.http import new_session
+from adslot.demand.notice_rules import notice_rule
 from adslot.demand.partners import Partner
 from adslot.demand.terms import Deal, PartnerTerms, to_micros
 from adslot.limits.bucket import TokenBucket
@@ -50,6 +51,7 @@ REQUEST_HEADERS = {
     "x-openrtb-version": "2.6",
     "User-Agent": "adslot",
 }
+_NO_HEADERS: Mapping[str, tuple[str, str]] = {}
 DEFAULT_MAX_CONNECTIONS_PER_HOST = 64
 """Connections open at once to one partner host: a partner that holds every connection it is given cannot
 take them all, and the requests past it wait (within their timeout) rather than open more."""
@@ -129,6 +131,7 @@ def terms_of(partner: Partner) -> PartnerTerms:
             for deal in partner.deals
         ),
         blocked_domains=frozenset(partner.blocked_domains),
+        notices=notice_rule(partner.endpoint, tuple(partner.notice_hosts)),
     )
 
 
@@ -185,8 +188,15 @@ class PartnerCaller:
             session = self._session = new_session(KEEPALIVE_EXPIRY_S)
         return session
 
-    async def ask(self, partners: Sequence[Partner], opportunity: Opportunity, now: int) -> AskResult:
-        """Ask every eligible partner for a bid on `opportunity` (`now`: Unix seconds, for `imp.exp`).
+    async def ask(
+        self,
+        partners: Sequence[Partner],
+        opportunity: Opportunity,
+        now: int,
+        headers: Mapping[str, tuple[str, str]] = _NO_HEADERS,
+    ) -> AskResult:
+        """Ask every eligible partner for a bid on `opportunity` (`now`: Unix seconds, for `imp.exp`), each
+        with its credential header from `headers` (by partner name), if it has one.
 
         Returns within the largest `timeout_ms` of the partners asked plus a few milliseconds; never raises
         for anything a partner does."""
@@ -204,7 +214,10 @@ class PartnerCaller:
                 asking.append(partner)
         ended: list[PartnerOutcome] = []
         await asyncio.gather(
-            *(self._ask_one(partner, opportunity, now, transaction_id, ended) for partner in asking)
+            *(
+                self._ask_one(partner, opportunity, now, transaction_id, ended, headers.get(partner.name))
+                for partner in asking
+            )
         )
         return AskResult(transaction_id, (*skipped, *ended))
 
@@ -230,6 +243,7 @@ class PartnerCaller:
         now: int,
         transaction_id: str,
         ended: list[PartnerOutcome],
+        credential: tuple[str, str] | None,
     ) -> None:
         request_id = uuid.uuid4().hex
         started = time.perf_counter()
@@ -241,7 +255,9 @@ class PartnerCaller:
             )
             body = encode_bid_request(request)
             async with asyncio.timeout(partner.timeout_ms / 1000):
-                status, answer = await self._exchange(partner.endpoint, body, partner.timeout_ms / 1000)
+                status, answer = await self._exchange(
+                    partner.endpoint, body, partner.timeout_ms / 1000, credential
+                )
             outcome = _classify(partner.name, asked, status, answer, self._markups)
         except TimeoutError:
             outcome = PartnerOutcome(partner.name, "timeout", "timeout")
@@ -257,16 +273,19 @@ class PartnerCaller:
         self._record(outcome)
         ended.append(outcome)
 
-    async def _exchange(self, endpoint: str, body: bytes, timeout: float) -> tuple[int, bytes]:
-        """POST the request; the status and at most MAX_RESPONSE_BYTES + 1 bytes of the body (more is never
-        read: the caller drops it as too large). Raises _Exchange for a status that is not a success, and
+    async def _exchange(
+        self, endpoint: str, body: bytes, timeout: float, credential: tuple[str, str] | None
+    ) -> tuple[int, bytes]:
+        """POST the request (with the partner's credential header: to its endpoint only); the status and
+        at most MAX_RESPONSE_BYTES + 1 bytes of the body (more is never read: the caller drops it as too
+        large). Raises _Exchange for a status that is not a success, and
         _TooLarge for a declared length over the limit."""
         async with (
             self._host(endpoint),
             self._client().post(
                 endpoint,
                 data=body,
-                headers=REQUEST_HEADERS,
+                headers=REQUEST_HEADERS if credential is None else {**REQUEST_HEADERS, **dict([credential])},
                 allow_redirects=False,
                 timeout=aiohttp.ClientTimeout(total=timeout),
             ) as response,

@@ -3,8 +3,9 @@
 `fill_slot` (serving/fill.py) calls `auction` only for a slot the open tier may sell (no guaranteed campaign
 holds it) on a venue at least one active partner may bid on; with no partner configured, nothing here runs.
 The auction's winner is stored with its ad request (ledger Issue.win), and only then are the notices sent:
-`nurl` to the winner, `lurl` to every loser and to every bid dropped for a reason a buyer can act on. The
-billing notice waits for the play (demand/billing.py).
+`nurl` to the winner, `lurl` to every loser and to every bid dropped for a reason a buyer can act on, each
+only to a host its partner declared (demand/notice_rules.py; any other is dropped and counted). The billing
+notice waits for the play (demand/billing.py).
 """
 
 from __future__ import annotations
@@ -13,19 +14,28 @@ import asyncio
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 import msgspec
 import sqlalchemy as sa
 
 from adslot.decision.slot import Slot
-from adslot.demand.auction import AuctionResult, DropReason, Loser, ValidBid, only_playable, run_auction
+from adslot.demand.auction import (
+    AuctionResult,
+    Checked,
+    DropReason,
+    Loser,
+    ValidBid,
+    only_playable,
+    run_auction,
+)
 from adslot.demand.bid_request import DEFAULT_MIME_TYPES, MULTIPLIER_DECIMALS, Audience, Opportunity
 from adslot.demand.caller import AskResult, PartnerCaller, eligible
 from adslot.demand.creatives import CreativeStatus, reviewable
 from adslot.demand.creatives_repository import note_creative
 from adslot.demand.macros import MacroValues, drop_values, loss_values, substitute, win_values
+from adslot.demand.notice_rules import NOTHING, NoticeRule, notice_fault
 from adslot.demand.notices import Notices
 from adslot.demand.openrtb import LossReason
 from adslot.demand.partners import Partner
@@ -40,6 +50,7 @@ Write = Callable[[Callable[[sa.Connection], object]], Awaitable[object]]
 """Runs a function in one write transaction that bumps the catalog (Environment.run_sync(write=True))."""
 Read = Callable[[Callable[[sa.Connection], object]], Awaitable[object]]
 
+_NO_HEADERS: Mapping[str, tuple[str, str]] = {}
 CACHED_WINS = 4096
 """Wins this worker keeps for the inline VAST (most are fetched within seconds, by the worker that sold
 them); older ones, and those sold by other workers or nodes, are read from demand_wins."""
@@ -136,10 +147,12 @@ class Exchange:
         creatives: dict[tuple[str, str], tuple[int, CreativeStatus]],
         direct_cpm_micros: int | None,
         now: int,
+        headers: Mapping[str, tuple[str, str]] = _NO_HEADERS,
     ) -> Sale:
-        """Ask `partners` and run the auction against the direct open-tier CPM (None: no direct price to
-        beat). Returns within the partners' largest timeout plus a few milliseconds, whatever they do."""
-        ask = await self.caller.ask(partners, opportunity, now)
+        """Ask `partners` (each with its credential header in `headers`, if any) and run the auction against
+        the direct open-tier CPM (None: no direct price to beat). Returns within the partners' largest
+        timeout plus a few milliseconds, whatever they do."""
+        ask = await self.caller.ask(partners, opportunity, now, headers)
         self.stats.count(ask, opportunity.play_time)
         by_name = {p.name: p for p in partners}
 
@@ -155,15 +168,25 @@ class Exchange:
             return None if partner.auto_approve else "creative_pending"
 
         checked = [only_playable(item, held) for item in ask.checked]
-        result = run_auction(checked, direct_cpm_micros)
-        winner = result.winner
-        if winner is None:
-            return Sale(ask, result, opportunity.play_time, None, None)
-        bid = winner.bid
         multiplier = opportunity.audience.multiplier if opportunity.audience is not None else 1.0
         multiplier = round(multiplier, MULTIPLIER_DECIMALS)
-        values = win_values(winner, multiplier=multiplier)
-        offer = bid.bid
+        while True:
+            result = run_auction(checked, direct_cpm_micros)
+            winner = result.winner
+            if winner is None:
+                return Sale(ask, result, opportunity.play_time, None, None)
+            bid = winner.bid
+            values = win_values(winner, multiplier=multiplier)
+            offer = bid.bid
+            nurl = substitute(offer.nurl, values) if offer.nurl else None
+            fault = None
+            if nurl and not offer.adm:
+                fault = notice_fault(nurl, _rules(ask).get(bid.partner, NOTHING))
+            if fault is None:
+                break
+            # Its nurl serves its markup, and grew past what may be used once its macros were substituted:
+            # it cannot play, so the auction is run again without it.
+            checked = _without(checked, bid, fault)
         known = creatives.get((bid.partner, offer.crid or ""))
         win = Win(
             ad_request_id=ad_request_id,
@@ -183,7 +206,7 @@ class Exchange:
             currency=bid.currency,
             multiplier=multiplier,
             adm=substitute(offer.adm, values) if offer.adm else None,
-            nurl=substitute(offer.nurl, values) if offer.nurl else None,
+            nurl=nurl,
             burl=offer.burl,
             play_time=opportunity.play_time,
             created_at=now,
@@ -197,24 +220,41 @@ class Exchange:
         notice, and a loss notice for every bid that did not win, each once, in the background."""
         result = sale.result
         win = sale.win
+        rules = _rules(sale.ask)
+
+        def notify(kind: str, partner: str, template: str | None, values: MacroValues | None) -> None:
+            if not template:
+                return
+            rule = rules.get(partner, NOTHING)
+            # A template over the limit is dropped before its macros are substituted; the URL after too.
+            fault = notice_fault(template, rule)
+            url = template if values is None or fault is not None else substitute(template, values)
+            if fault is None:
+                fault = notice_fault(url, rule)
+            if fault is not None:
+                self.stats.notice_dropped(partner, sale.play_time, fault)
+                log.info("%s notice of %s dropped: %s", kind, partner, fault)
+                return
+            self.notices.send(kind, url)
+
         if sold and win is not None:
             self._remember(win)
             # A bid without markup is served by its nurl, which the player then fetches: that is its notice.
             if win.adm is not None:
-                self.notices.send("win", win.nurl)
+                notify("win", win.partner, win.nurl, None)
         for loser in result.losers:
-            self.notices.send("loss", _lurl(loser.bid.bid.lurl, loss_values(loser)))
+            notify("loss", loser.bid.partner, loser.bid.bid.lurl, loss_values(loser))
         lost = [loser.bid for loser in result.losers]
         winner = result.winner
         if not sold and winner is not None:  # the ledger could not store the sale: not the buyer's slot
             lost.append(winner.bid)
             unsold = Loser(winner.bid, LossReason.INTERNAL_ERROR, winner.price_micros)
-            self.notices.send("loss", _lurl(winner.bid.bid.lurl, loss_values(unsold)))
+            notify("loss", winner.bid.partner, winner.bid.bid.lurl, loss_values(unsold))
         for bid in lost:
             self.stats.lost(bid.partner, sale.play_time)
         for drop in result.drops:
             if drop.bid is not None and drop.loss is not None:
-                self.notices.send("loss", _lurl(drop.bid.lurl, drop_values(drop)))
+                notify("loss", drop.partner, drop.bid.lurl, drop_values(drop))
 
     async def markup(self, ad_request_id: uuid.UUID) -> Markup | None:
         """What the inline VAST serves for a programmatic ad request; None if no win is stored for it."""
@@ -276,5 +316,11 @@ class Exchange:
         await self.caller.close()
 
 
-def _lurl(template: str | None, values: MacroValues) -> str | None:
-    return substitute(template, values) if template else None
+def _without(checked: list[Checked], out: ValidBid, reason: DropReason) -> list[Checked]:
+    """The answers with the bid `out` moved to the drops, for `reason`."""
+    return [only_playable(item, lambda bid: reason if bid is out else None) for item in checked]
+
+
+def _rules(ask: AskResult) -> dict[str, NoticeRule]:
+    """Where each partner asked may be sent notices, by name."""
+    return {item.asked.terms.name: item.asked.terms.notices for item in ask.checked}

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from adslot.demand.notice_rules import MAX_NOTICE_HOSTS, shown_notice_host
 from adslot.errors import ApiError
 from adslot.fields import Id
 
@@ -67,6 +68,37 @@ class DealIn(msgspec.Struct, forbid_unknown_fields=True):
     """The seats allowed to bid on it (`wseat`); null: every seat of the partner."""
 
 
+NoticeHost = Annotated[str, msgspec.Meta(min_length=1, max_length=262)]
+"""A host notices may go to besides the endpoint's: `bid.example`, `bid.example:8080`, `[2001:db8::1]`."""
+NoticeHosts = Annotated[list[NoticeHost], msgspec.Meta(max_length=MAX_NOTICE_HOSTS)]
+HeaderName = Annotated[
+    str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+]
+HeaderValue = Annotated[str, msgspec.Meta(min_length=1, max_length=4096, pattern=r"^[\x20-\x7e\t]+$")]
+RESERVED_HEADERS = frozenset(
+    {
+        "accept-encoding",
+        "connection",
+        "content-encoding",
+        "content-length",
+        "content-type",
+        "host",
+        "transfer-encoding",
+        "user-agent",
+        "x-openrtb-version",
+    }
+)
+"""Headers adslot sets itself on a bid request: a partner's credential may not replace them."""
+
+
+class AuthHeaderIn(msgspec.Struct, forbid_unknown_fields=True):
+    """A header sent with every bid request to the partner's endpoint (and nowhere else), for a partner that
+    wants credentials: stored, never shown (answers say only its name), never logged."""
+
+    name: HeaderName
+    value: HeaderValue
+
+
 Deals = Annotated[list[DealIn], msgspec.Meta(max_length=100)]
 BlockedDomains = Annotated[list[Domain], msgspec.Meta(max_length=1000)]
 
@@ -104,6 +136,9 @@ class PartnerIn(msgspec.Struct, forbid_unknown_fields=True):
     """Advertiser domains whose bids are dropped (and sent as `badv`)."""
     status: PartnerStatus = "active"
     """A paused partner is kept, with its settings, but asked for nothing."""
+    notice_hosts: NoticeHosts = []
+    """Hosts its notices (nurl, lurl, burl) may go to besides the endpoint's host; others are dropped."""
+    auth_header: AuthHeaderIn | None = None
 
 
 class PartnerPatch(msgspec.Struct, forbid_unknown_fields=True):
@@ -122,6 +157,10 @@ class PartnerPatch(msgspec.Struct, forbid_unknown_fields=True):
     blocked_domains: BlockedDomains | UnsetType = UNSET
     """Replaces the list whole ([] for none)."""
     status: PartnerStatus | UnsetType = UNSET
+    notice_hosts: NoticeHosts | UnsetType = UNSET
+    """Replaces the list whole ([] for none)."""
+    auth_header: AuthHeaderIn | UnsetType | None = UNSET
+    """null removes it."""
 
 
 class Partner(msgspec.Struct):
@@ -141,14 +180,26 @@ class Partner(msgspec.Struct):
     deals: list[DealIn] = []
     blocked_domains: list[str] = []
     """Lower case, each once, sorted."""
+    notice_hosts: list[str] = []
+    """Normalised (lower case, no trailing dot), each once, sorted."""
+    auth_header: str | None = None
+    """The name of the credential header sent with bid requests; its value is never shown. null: none."""
 
 
 def checked_endpoint(url: str, field: str = "endpoint") -> str:
-    """The URL if adslot can POST to it: http(s), a host, a valid port, no fragment (never sent); else 400."""
+    """The URL if adslot can POST to it: http(s), a host, a valid port, no fragment (never sent), no user
+    info (credentials go in `auth_header`, never in a URL that is shown and logged); else 400."""
     if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in url):
         raise ApiError(400, "invalid_field", "an endpoint has no spaces or control characters", field)
     try:
         parts = urlsplit(url)
+        if "@" in parts.netloc:  # before any message that would quote the URL, credentials and all
+            raise ApiError(
+                400,
+                "invalid_endpoint",
+                "an endpoint holds no user name or password: give credentials as auth_header",
+                field,
+            )
         port_ok = parts.port is None or parts.port > 0
     except ValueError as exc:  # a port that is not a number, or out of range; a malformed IPv6 host
         raise ApiError(400, "invalid_field", f"{url!r} is not a valid URL: {exc}", field) from exc
@@ -157,6 +208,24 @@ def checked_endpoint(url: str, field: str = "endpoint") -> str:
     if parts.fragment or url.endswith("#"):
         raise ApiError(400, "invalid_field", "an endpoint has no fragment (#...): it is never sent", field)
     return url
+
+
+def checked_notice_hosts(entries: list[str], field: str = "notice_hosts") -> list[str]:
+    """The declared notice hosts as stored: normalised, each once, sorted; 400 naming the first bad one."""
+    shown: set[str] = set()
+    for index, entry in enumerate(entries):
+        try:
+            shown.add(shown_notice_host(entry))
+        except ValueError as exc:
+            raise ApiError(400, "invalid_field", str(exc), f"{field}[{index}]") from exc
+    return sorted(shown)
+
+
+def checked_auth_header(header: AuthHeaderIn, field: str = "auth_header") -> AuthHeaderIn:
+    """The header if adslot may send it: not one adslot sets itself on a bid request; else 400."""
+    if header.name.lower() in RESERVED_HEADERS:
+        raise ApiError(400, "invalid_field", f"adslot sets {header.name} itself", f"{field}.name")
+    return header
 
 
 def checked_currency(code: str, field: str = "currency") -> str:

@@ -22,8 +22,10 @@ from adslot.demand.partners import (
     PartnerIn,
     PartnerPatch,
     PartnerStatus,
+    checked_auth_header,
     checked_currency,
     checked_endpoint,
+    checked_notice_hosts,
 )
 from adslot.errors import ApiError
 from adslot.storage.database import conflict_as
@@ -67,6 +69,15 @@ def _stored(conn: sa.Connection, given: dict[str, Any]) -> dict[str, Any]:
     if "blocked_domains" in values:
         domains = sorted({domain.lower().rstrip(".") for domain in values["blocked_domains"]})
         values["blocked_domains"] = msgspec.json.encode(domains).decode() if domains else None
+    if "notice_hosts" in values:
+        hosts = checked_notice_hosts(values["notice_hosts"])
+        values["notice_hosts"] = msgspec.json.encode(hosts).decode() if hosts else None
+    if "auth_header" in values:
+        header = values.pop("auth_header")
+        if header is not None:
+            checked_auth_header(header)
+        values["auth_header_name"] = header.name if header is not None else None
+        values["auth_header_value"] = header.value if header is not None else None
     return values
 
 
@@ -97,6 +108,8 @@ def _partner(row: Mapping[Any, Any]) -> Partner:
         created_at=row["created_at"],
         deals=_DEALS.decode(row["deals"]) if row["deals"] else [],
         blocked_domains=_DOMAINS.decode(row["blocked_domains"]) if row["blocked_domains"] else [],
+        notice_hosts=_DOMAINS.decode(row["notice_hosts"]) if row["notice_hosts"] else [],
+        auth_header=row["auth_header_name"],
     )
 
 
@@ -115,6 +128,18 @@ def list_partners(conn: sa.Connection, *, status: PartnerStatus | None = None) -
     if status is not None:
         query = query.where(demand_partners.c.status == status)
     return [_partner(row) for row in conn.execute(query).mappings()]
+
+
+def partner_headers(conn: sa.Connection) -> dict[str, tuple[str, str]]:
+    """The credential header (name, value) of each active partner that has one, by partner name: what the
+    bid requests to its endpoint carry. Kept apart from `Partner`, which is shown and audited."""
+    p = demand_partners.c
+    rows = conn.execute(
+        sa.select(p.name, p.auth_header_name, p.auth_header_value).where(
+            p.status == "active", p.auth_header_name.is_not(None)
+        )
+    )
+    return {row[0]: (row[1], row[2]) for row in rows if row[2] is not None}
 
 
 def get_partner(conn: sa.Connection, name: str) -> Partner:

@@ -98,6 +98,11 @@ class DemandStats:
         with self._lock:
             self._counts[(partner, hour_of(play_time), "lost")] += n
 
+    def notice_dropped(self, partner: str, play_time: int, fault: str) -> None:
+        """Count a notice of the partner's (nurl, lurl or burl) not sent, for `fault` (notice_rules.py)."""
+        with self._lock:
+            self._counts[(partner, hour_of(play_time), _metric(f"notice:{fault}"))] += 1
+
     def pending(self) -> dict[Key, int]:
         """A copy of what was counted and not yet written."""
         with self._lock:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from adslot.demand.notice_rules import NOTHING, NoticeRule
+
 AuctionType = Literal["first", "second"]
 AUCTION_CODES: dict[AuctionType, int] = {"first": 1, "second": 2}
 """OpenRTB `at` of a request: 1 first price, 2 second price plus an increment."""
@@ -51,6 +53,8 @@ class PartnerTerms:
     deals: tuple[Deal, ...] = ()
     blocked_domains: frozenset[str] = frozenset()
     """Advertiser domains (`adomain`) refused, each with its subdomains; sent as `badv` too."""
+    notices: NoticeRule = NOTHING
+    """Where its notices may go (demand/notice_rules.py); by default nowhere."""
 
     def __post_init__(self) -> None:
         """Terms are configuration: a wrong one is refused when it is written, not met in every auction."""

@@ -18,6 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from adslot.demand.auction import DROP_REASONS
+from adslot.demand.notice_rules import NOTICE_FAULTS
 from adslot.errors import ApiError
 from adslot.reporting.aggregate import ratio
 from adslot.reporting.buckets import HOUR, LocalClock, offset_at, segments
@@ -39,7 +40,9 @@ COUNTED = (
     "skipped_breaker",
     "lost",
 )
-"""The demand_stats metrics kept under their own name; the others are `drop:<reason>` and `error:<reason>`."""
+"""The demand_stats metrics kept under their own name; the others are `drop:<reason>`, `error:<reason>` and
+`notice:<reason>` (a notice not sent)."""
+REASON_PREFIXES = ("drop:", "error:", "notice:")
 MICROS = 1_000_000
 
 
@@ -66,7 +69,7 @@ def _checked(rows: list[sa.RowMapping]) -> list[sa.RowMapping]:
 
 def stats_groups(conn: sa.Connection, query: DemandQuery) -> list[dict[str, Any]]:
     """demand_stats per partner and UTC hour: each COUNTED metric under its name, and `reasons`, the
-    `drop:`/`error:` metrics by name."""
+    `drop:`/`error:`/`notice:` metrics by name."""
     s = demand_stats.c
     first, last = _hours(query)
     span = (s.hour >= first, s.hour < last)
@@ -83,7 +86,7 @@ def stats_groups(conn: sa.Connection, query: DemandQuery) -> list[dict[str, Any]
     }
     reasons = (
         sa.select(s.partner, s.hour, s.metric, s["count"])
-        .where(*span, sa.or_(s.metric.startswith("drop:"), s.metric.startswith("error:")))
+        .where(*span, sa.or_(*(s.metric.startswith(prefix) for prefix in REASON_PREFIXES)))
         .limit(MAX_GROUPS + 1)
     )
     for row in _checked(list(conn.execute(reasons).mappings())):
@@ -133,6 +136,7 @@ class DemandTally:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTED, 0))
     errors_by_reason: dict[str, int] = field(default_factory=dict)
     drops: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DROPS, 0))
+    notice_drops: dict[str, int] = field(default_factory=lambda: dict.fromkeys(NOTICE_FAULTS, 0))
     wins: int = 0
     plays: int = 0
     billed: int = 0
@@ -146,7 +150,7 @@ class DemandTally:
             self.counts[name] += int(group.get(name) or 0)
         for metric, n in group["reasons"].items():
             kind, _, reason = metric.partition(":")
-            target = self.drops if kind == "drop" else self.errors_by_reason
+            target = {"drop": self.drops, "notice": self.notice_drops}.get(kind, self.errors_by_reason)
             target[reason] = target.get(reason, 0) + int(n)
 
     def add_wins(self, group: Mapping[str, Any]) -> None:
@@ -164,6 +168,8 @@ class DemandTally:
             self.errors_by_reason[name] = self.errors_by_reason.get(name, 0) + n
         for name, n in other.drops.items():
             self.drops[name] = self.drops.get(name, 0) + n
+        for name, n in other.notice_drops.items():
+            self.notice_drops[name] = self.notice_drops.get(name, 0) + n
         self.wins += other.wins
         self.plays += other.plays
         self.billed += other.billed
@@ -194,6 +200,8 @@ class DemandTally:
             "avg_clearing_cpm": round(self.price_micros / MICROS / self.wins, 6) if single else None,
             "currency": next(iter(self.currencies)) if single else None,
             "billed": self.billed,
+            "notices_dropped": sum(self.notice_drops.values()),
+            "notice_drops": dict(self.notice_drops),
         }
 
 
@@ -230,9 +238,23 @@ def demand_report(conn: sa.Connection, query: DemandQuery) -> DemandReport:
     return fold(query, stats_groups(conn, query), win_groups(conn, query))
 
 
-METRICS = tuple(name for name in DemandMetrics.__struct_fields__ if name not in ("errors_by_reason", "drops"))
+BY_REASON = ("errors_by_reason", "drops", "notice_drops")
+METRICS = tuple(name for name in DemandMetrics.__struct_fields__ if name not in BY_REASON)
+NOTICE_COLUMN = "notices_dropped_"
+"""CSV: `notices_dropped_host` counts the notices dropped for `notice_host`, and so on."""
+
+
+def notice_column(fault: str) -> str:
+    return NOTICE_COLUMN + fault.removeprefix("notice_")
 
 
 def demand_columns() -> tuple[str, ...]:
-    """CSV: partner and hour, the metrics (errors as one column), then a drop_<reason> column each."""
-    return ("partner", "hour", *METRICS, *(f"drop_{reason}" for reason in DROPS))
+    """CSV: partner and hour, the metrics (errors as one column), then a drop_<reason> column each and a
+    notices_dropped_<reason> column each."""
+    return (
+        "partner",
+        "hour",
+        *METRICS,
+        *(f"drop_{reason}" for reason in DROPS),
+        *(notice_column(fault) for fault in NOTICE_FAULTS),
+    )

@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from adslot.reporting.aggregate import METRIC_COLUMNS, dimension_columns
-from adslot.reporting.demand import demand_columns
+from adslot.reporting.demand import NOTICE_COLUMN, demand_columns
 from adslot.reporting.invalid import INVALID_FIGURES
 from adslot.reporting.schemas import (
     PLAY_COLUMNS,
@@ -95,6 +95,8 @@ def playlog_json(page: PlaylogPage) -> bytes:
 
 
 def _demand_value(row: DemandRow, name: str) -> Any:
+    if name.startswith(NOTICE_COLUMN):
+        return row.notice_drops.get("notice_" + name.removeprefix(NOTICE_COLUMN), 0)
     if name.startswith("drop_"):
         return row.drops.get(name.removeprefix("drop_"), 0)
     return getattr(row, name)

@@ -177,6 +177,12 @@ class DemandMetrics(msgspec.Struct, kw_only=True):
     """The currency of the wins' prices; null without wins or when several."""
     billed: int
     """Wins whose billing notice (burl) was sent."""
+    notices_dropped: int = 0
+    """Notices (nurl, lurl, burl) not sent: their URL went to a host the partner did not declare, or was
+    not http(s), too long, held user info or was no URL."""
+    notice_drops: dict[str, int] = {}
+    """notices_dropped per reason (notice_host, notice_scheme, notice_too_long, notice_userinfo,
+    notice_malformed), every reason listed."""
 
 
 class DemandRow(DemandMetrics, kw_only=True):

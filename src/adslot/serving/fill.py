@@ -248,6 +248,7 @@ async def _sell(
         creatives=catalog.demand_creatives,
         direct_cpm_micros=direct_price(choice),
         now=now,
+        headers=catalog.partner_headers,
     )
     if timing is not None:
         timing.demand_ms = (time.perf_counter() - started) * 1000

@@ -349,6 +349,9 @@ demand_partners = sa.Table(
     sa.Column("created_at", sa.BigInteger, nullable=False),
     sa.Column("deals", sa.Text, nullable=True),  # JSON list of DealIn; null: none
     sa.Column("blocked_domains", sa.Text, nullable=True),  # JSON list of lower-case domains; null: none
+    sa.Column("notice_hosts", sa.Text, nullable=True),  # JSON list of hosts notices may go to; null: none
+    sa.Column("auth_header_name", sa.String(128), nullable=True),  # sent with bid requests; null: none
+    sa.Column("auth_header_value", sa.Text, nullable=True),  # never shown nor logged
 )
 
 # Creatives (OpenRTB `crid`) demand partners have bid, each held for the media owner's approval the first time

@@ -66,8 +66,23 @@ def partner_body(form: Form) -> dict[str, Any]:
             "venues": words(form, "venues"),
             "auto_approve": form.get("auto_approve") == "on",
             "status": text(form, "status"),
+            "notice_hosts": words(form, "notice_hosts"),
+            "auth_header": _auth_header(form),
         }
     )
+
+
+def _auth_header(form: Form) -> dict[str, str] | None:
+    """The credential header typed, or None when its name is blank (a value alone is an error: name it)."""
+    name, value = text(form, "auth_header_name"), form.get("auth_header_value", "")
+    if name is None and not value:
+        return None
+    return {"name": name or "", "value": value}
+
+
+def _shown_form(form: Form) -> dict[str, Any]:
+    """The form as it is shown again after a refusal: never with the credential's value in the page."""
+    return {name: value for name, value in form.items() if name != "auth_header_value"}
 
 
 NEW_PARTNER = {
@@ -124,7 +139,7 @@ async def partner_create(request: Request[Any, Any, Any], env_name: EnvName) -> 
             lambda c: demand_repo.create_partner(c, data),
         )
     except ApiError as error:
-        return await _partners_page(request, env, error=error, form=form)
+        return await _partners_page(request, env, error=error, form=_shown_form(form))
     return Redirect(_partners_link(env), status_code=303)
 
 
