@@ -52,9 +52,9 @@ def eventually(check: Callable[[], bool], timeout: float = 5.0) -> bool:
     return check()
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return int(s.getsockname()[1])
 
 

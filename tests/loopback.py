@@ -15,11 +15,13 @@ from tests.conftest import free_port
 
 
 @contextmanager
-def on_loopback(app: Any, name: str, port: int | None = None, **options: Any) -> Iterator[str]:
-    """`app` served on 127.0.0.1 (on `port`, else a free one) until the block ends; its base URL. `options`
-    go to uvicorn.Config."""
-    port = port or free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning", **options)
+def on_loopback(
+    app: Any, name: str, port: int | None = None, *, host: str = "127.0.0.1", **options: Any
+) -> Iterator[str]:
+    """`app` served on `host`, a loopback address (Linux routes all of 127/8 to loopback), on `port` (else a
+    free one) until the block ends; its base URL. `options` go to uvicorn.Config."""
+    port = port or free_port(host)
+    config = uvicorn.Config(app, host=host, port=port, lifespan="off", log_level="warning", **options)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -28,7 +30,7 @@ def on_loopback(app: Any, name: str, port: int | None = None, **options: Any) ->
         assert thread.is_alive() and time.monotonic() < deadline, f"{name} did not start"
         time.sleep(0.01)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://{host}:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)

@@ -74,14 +74,18 @@ def bid_request(terms: PartnerTerms = TERMS, **changes: Any) -> bytes:
 
 
 @contextmanager
-def running(**settings: Any) -> Iterator[httpx.Client]:
-    """The bidder under uvicorn in a thread on a loopback port; a client on its base URL."""
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
+def running(host: str = "127.0.0.1", **settings: Any) -> Iterator[httpx.Client]:
+    """The bidder under uvicorn in a thread on a loopback address (127.0.0.1 unless told: Linux routes all
+    of 127/8 to loopback); a client on its own address. Its links point there too unless `base_url` says."""
+    port = free_port(host)
+    base_url = f"http://{host}:{port}"
     app = create_bidder(
         BidderSettings(**({"base_url": base_url, "no_bid_rate": 0, "delay_ms": 0} | settings))
     )
-    with on_loopback(app, "the test bidder", port), httpx.Client(base_url=base_url, timeout=10) as client:
+    with (
+        on_loopback(app, "the test bidder", port, host=host),
+        httpx.Client(base_url=base_url, timeout=10) as client,
+    ):
         yield client
 
 

@@ -305,7 +305,7 @@ def test_notice_hosts_and_a_credential_header_are_set_and_only_the_headers_name_
             "invalid_field",
             "auth_header.value",
         ),
-        ({"auth_header": {"name": "X-Key"}}, "invalid_field", "auth_header.value"),
+        ({"auth_header": {"name": "X-Key"}}, "invalid_field", "auth_header"),  # `value` is missing
     ],
 )
 def test_credentials_in_the_endpoint_and_bad_notice_hosts_or_headers_are_refused_without_echo(
