@@ -506,3 +506,18 @@ def test_an_answer_with_unsafe_markup_is_the_partners_error_and_opens_its_breake
 
     run(scenario, clock=FakeClock())
     assert len(seen.requests) == 5
+
+
+def test_a_partners_credential_header_goes_with_its_own_bid_requests_only(bidders: Bidders) -> None:
+    one_url, one = bidders.start(bidding(4.0))
+    two_url, two = bidders.start(bidding(3.0))
+    headers = {"one": ("X-Api-Key", "s3cret-one")}
+    run(
+        lambda caller: caller.ask(
+            [partner("one", one_url), partner("two", two_url)], OPPORTUNITY, NOW, headers
+        )
+    )
+    (seen_one, _), (seen_two, _) = one.requests[0], two.requests[0]
+    assert seen_one["x-api-key"] == "s3cret-one"
+    assert seen_one["content-type"] == "application/json"  # adslot's own headers stay as they are
+    assert "x-api-key" not in seen_two and "s3cret-one" not in repr(seen_two)

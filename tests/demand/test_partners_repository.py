@@ -1,14 +1,18 @@
 """Demand partners in storage: stored as given (floor in micros, venues sorted), one per name, changed only
-where a patch says, and refused with the API's code and field; migration 0013 adds and drops their table."""
+where a patch says, and refused with the API's code and field; migration 0013 adds and drops their table,
+0016 moves credentials out of their endpoints."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import aiohttp
 import msgspec
 import pytest
 import sqlalchemy as sa
+import yarl
 from alembic import command
 
 from adslot.demand.partners import PartnerIn, PartnerPatch, checked_endpoint
@@ -16,6 +20,7 @@ from adslot.demand.repository import (
     create_partner,
     get_partner,
     list_partners,
+    partner_headers,
     remove_partner,
     set_status,
     update_partner,
@@ -212,5 +217,59 @@ def test_migration_0013_adds_the_partners_table_with_unique_names_and_its_downgr
             conn.execute(sa.insert(table), [row | {"endpoint": ENDPOINT + "/2"}])
         command.downgrade(config, "0012")
         assert "demand_partners" not in sa.inspect(engine).get_table_names(schema=schema)
+    finally:
+        engine.dispose()
+
+
+def test_migration_0016_moves_credentials_out_of_endpoints_into_the_header_aiohttp_sent(
+    env: EnvironmentSettings,
+) -> None:
+    """A stored endpoint with user info loses it, and its partner gets the very `Authorization: Basic`
+    header aiohttp made of that user info: the partner sees the same requests, the console no password."""
+    engine = make_engine(env)
+    schema = env.database_schema
+    old = {
+        "creds": "https://us%40er:p%3As%20s@bid.example:8443/rtb?from=a@b",
+        "user-only": "http://token@bid.example/rtb",
+        "plain": "https://bid.example/rtb?contact=ops@bid.example",
+    }
+    try:
+        config = at_revision(engine, schema, "0015")
+        table = sa.table(
+            "demand_partners",
+            *(sa.column(c) for c in ("name", "endpoint", "timeout_ms", "floor_cpm_micros", "currency")),
+            *(sa.column(c) for c in ("auction", "auto_approve", "status", "created_at")),
+            schema=schema,
+        )
+        common = {"timeout_ms": 150, "floor_cpm_micros": 0, "currency": "USD", "auction": "first"}
+        with engine.begin() as conn:
+            for name, endpoint in old.items():
+                conn.execute(
+                    sa.insert(table).values(
+                        name=name,
+                        endpoint=endpoint,
+                        auto_approve=False,
+                        status="active",
+                        created_at=1,
+                        **common,
+                    )
+                )
+        command.upgrade(config, "0016")
+        with engine.begin() as conn:
+            partners = {p.name: p for p in list_partners(conn)}
+            headers = partner_headers(conn)
+        assert partners["creds"].endpoint == "https://bid.example:8443/rtb?from=a@b"
+        assert partners["user-only"].endpoint == "http://bid.example/rtb"
+        assert partners["plain"].endpoint == old["plain"]
+        for name in ("creds", "user-only"):
+            sent = aiohttp.BasicAuth.from_url(yarl.URL(old[name]))
+            assert sent is not None
+            assert headers[name] == ("Authorization", sent.encode())
+            assert partners[name].auth_header == "Authorization"
+        assert "plain" not in headers and partners["plain"].auth_header is None
+        assert headers["creds"][1] == "Basic " + base64.b64encode(b"us@er:p:s s").decode()
+        command.downgrade(config, "0015")
+        columns = {c["name"] for c in sa.inspect(engine).get_columns("demand_partners", schema=schema)}
+        assert not columns & {"notice_hosts", "auth_header_name", "auth_header_value"}
     finally:
         engine.dispose()
