@@ -297,8 +297,103 @@ def test_the_demand_report_shows_a_known_partner_hour_and_downloads_it_as_the_ap
         params={"from": "1772323200", "to": "1772409600", "timezone": "Europe/Berlin", "format": "csv"},
     )
     assert api.status_code == 200 and api.content == download.content
+    assert "Notices dropped, by reason" not in page  # none dropped: no table of them
     bad = http.get(f"{DEMAND}/report?from=2026-03-01&to=2026-03-01&timezone=Not%2FAZone").text
     assert re.search(r'name="timezone" value="Not/AZone"[^>]*aria-invalid="true"', bad)
+
+
+def test_notice_hosts_and_a_credential_header_are_set_in_the_form_and_only_the_headers_name_is_shown(
+    console_live: LiveServer,
+) -> None:
+    http = signed_in(console_live, "trafficker")
+    form = {
+        "name": "dsp-creds",
+        "endpoint": ENDPOINT,
+        "notice_hosts": "Win.Example., 10.0.0.7:8080",
+        "auth_header_name": "X-Api-Key",
+        "auth_header_value": "s3cret-console",
+    }
+    assert post(http, f"{DEMAND}/partners", **form).status_code == 303
+    row = row_of(http.get(DEMAND).text, "dsp-creds")
+    assert "10.0.0.7:8080, win.example" in row
+    assert "<code>X-Api-Key</code> header set" in row
+    assert console_live.keys
+    api = httpx.get(
+        f"{console_live.url}/api/v1/demand/partners/dsp-creds",
+        headers={"Ssp-Key": console_live.keys.production_admin},
+    )
+    assert api.json()["auth_header"] == "X-Api-Key" and api.json()["notice_hosts"] == [
+        "10.0.0.7:8080",
+        "win.example",
+    ]
+    stored = run(
+        console_live,
+        lambda c: c.execute(
+            sa.select(demand_partners.c.auth_header_value).where(demand_partners.c.name == "dsp-creds")
+        ).scalar_one(),
+    )
+    assert stored == "s3cret-console"
+    viewer = signed_in(console_live, "viewer")
+    for page in (viewer.get(DEMAND).text, http.get(DEMAND).text, http.get("/console/production/audit").text):
+        assert "s3cret-console" not in page
+    assert "X-Api-Key" in viewer.get(DEMAND).text
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"endpoint": "https://user:s3cret-console@bidder.example.test/"}, "endpoint"),
+        ({"endpoint": ENDPOINT, "notice_hosts": "ok.example, https://bad.example/"}, "notice_hosts"),
+        (
+            {"endpoint": ENDPOINT, "auth_header_name": "Host", "auth_header_value": "s3cret-console"},
+            "auth_header",
+        ),
+        ({"endpoint": ENDPOINT, "auth_header_value": "s3cret-console"}, "auth_header"),
+    ],
+)
+def test_credentials_in_the_endpoint_or_a_bad_header_are_refused_and_the_secret_is_never_shown_again(
+    console_live: LiveServer, data: dict[str, str], field: str
+) -> None:
+    http = signed_in(console_live, "admin")
+    before = audit_rows(console_live)
+    answer = post(http, f"{DEMAND}/partners", name="dsp-refused", **data)
+    assert answer.status_code == 200
+    assert 'aria-invalid="true"' in answer.text and 'class="field-error"' in answer.text
+    assert "s3cret-console" not in answer.text
+    assert 'name="name" value="dsp-refused"' in answer.text
+    assert row_of(http.get(DEMAND).text, "dsp-refused") == ""
+    assert audit_rows(console_live) == before
+    if field == "endpoint":
+        assert "invalid_endpoint" in answer.text or "no user name or password" in answer.text
+
+
+def test_notices_dropped_are_shown_per_partner_in_the_report_and_its_csv(console_live: LiveServer) -> None:
+    counts = {"requests": 5, "notice:notice_host": 3, "notice:notice_too_long": 1}
+    run(
+        console_live,
+        lambda c: c.execute(
+            sa.insert(demand_stats),
+            [
+                {"partner": "dsp-notices", "hour": REPORT_HOUR, "metric": m, "count": n}
+                for m, n in counts.items()
+            ],
+        ),
+    )
+    http = signed_in(console_live, "viewer")
+    query = "from=2026-03-01&to=2026-03-01"
+    page = http.get(f"{DEMAND}/report?{query}").text
+    assert '<th class="num">Notices dropped</th>' in page
+    by_reason = re.search(r'aria-label="Notices dropped by reason">(.*?)</table>', page, re.S)
+    assert by_reason, page
+    row = re.search(r"<tr><td>dsp-notices</td>(.*?)</tr>", by_reason.group(1))
+    assert row and re.findall(r'<td class="num">([^<]*)</td>', row.group(1)) == ["0", "3", "1", "0", "0"]
+    rows = [r for r in csv.DictReader(io.StringIO(http.get(f"{DEMAND}/report.csv?{query}").text))]
+    (mine,) = [r for r in rows if r["partner"] == "dsp-notices"]
+    assert (mine["notices_dropped"], mine["notices_dropped_host"], mine["notices_dropped_too_long"]) == (
+        "4",
+        "3",
+        "1",
+    )
 
 
 def test_each_environment_has_its_own_partners(console_live: LiveServer) -> None:

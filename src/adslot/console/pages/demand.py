@@ -18,6 +18,7 @@ from adslot.console.web import ROOT, EnvName, RowId, actor, change, console_of, 
 from adslot.demand import creatives_repository as creatives_repo
 from adslot.demand import repository as demand_repo
 from adslot.demand.creatives import CREATIVE_STATUSES, CreativeStatus
+from adslot.demand.notice_rules import NOTICE_FAULTS
 from adslot.demand.partners import DEFAULT_CURRENCY, DEFAULT_TIMEOUT_MS, PartnerIn, PartnerPatch
 from adslot.environment import Environment
 from adslot.errors import ApiError
@@ -49,6 +50,7 @@ REPORT_COLUMNS = (
     ("avg_clearing_cpm", "Avg clearing CPM"),
     ("currency", "Currency"),
     ("billed", "Billed"),
+    ("notices_dropped", "Notices dropped"),
 )
 
 
@@ -81,8 +83,17 @@ def _auth_header(form: Form) -> dict[str, str] | None:
 
 
 def _shown_form(form: Form) -> dict[str, Any]:
-    """The form as it is shown again after a refusal: never with the credential's value in the page."""
-    return {name: value for name, value in form.items() if name != "auth_header_value"}
+    """The form as it is shown again after a refusal: never with a credential in the page, neither the
+    header's value nor the user info of an endpoint (refused for it)."""
+    shown: dict[str, Any] = {name: value for name, value in form.items() if name != "auth_header_value"}
+    endpoint = shown.get("endpoint")
+    if isinstance(endpoint, str) and "@" in endpoint:
+        scheme, sep, rest = endpoint.partition("://")
+        if not sep:
+            scheme, rest = "", endpoint
+        authority, slash, path = rest.partition("/")
+        shown["endpoint"] = scheme + sep + authority.rpartition("@")[2] + slash + path
+    return shown
 
 
 NEW_PARTNER = {
@@ -303,6 +314,7 @@ async def report(request: Request[Any, Any, Any], env_name: EnvName) -> Response
         tab="report",
         report=found,
         columns=REPORT_COLUMNS,
+        notice_reasons=NOTICE_FAULTS,
         form=form,
         error=error,
         csv_query=request.url.query,
