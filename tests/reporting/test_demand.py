@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from adslot.cli import main
 from adslot.demand.auction import DROP_REASONS
 from adslot.demand.caller import AskResult, PartnerOutcome
+from adslot.demand.notice_rules import NOTICE_FAULTS
 from adslot.demand.stats import DemandStats
 from adslot.environment import prepare_database
 from adslot.errors import ApiError
@@ -38,6 +39,7 @@ H0 = utc("2026-03-28T23:00")
 H1, H2, H3 = H0 + 3600, H0 + 2 * 3600, H0 + 3 * 3600
 DROPS = [reason for reason in DROP_REASONS if reason != "no_bid"]
 NO_DROPS = dict.fromkeys(DROPS, 0)
+NO_NOTICE_DROPS = dict.fromkeys(NOTICE_FAULTS, 0)
 
 
 @pytest.fixture
@@ -54,14 +56,19 @@ def asks(*outcomes: PartnerOutcome) -> AskResult:
 
 
 def count(
-    engine: sa.Engine, slots: list[tuple[AskResult, int]], lost: tuple[tuple[str, int, int], ...] = ()
+    engine: sa.Engine,
+    slots: list[tuple[AskResult, int]],
+    lost: tuple[tuple[str, int, int], ...] = (),
+    notices: tuple[tuple[str, int, str], ...] = (),
 ) -> None:
-    """Count the asks as a worker does, and flush them."""
+    """Count the asks (and the notices dropped) as a worker does, and flush them."""
     stats = DemandStats(engine)
     for result, play_time in slots:
         stats.count(result, play_time)
     for partner, play_time, n in lost:
         stats.lost(partner, play_time, n)
+    for partner, play_time, fault in notices:
+        stats.notice_dropped(partner, play_time, fault)
     assert stats.flush_now()
 
 
@@ -124,7 +131,8 @@ def seed(engine: sa.Engine) -> None:
     """Two hours of dsp-a (EUR) and one of dsp-b (USD):
 
     H0: dsp-a asked 4 times: 2 bids (one with a bid dropped below its floor), a no-bid, a timeout; 2 wins at
-    3.00 and 5.00 EUR (x2.5 and x1 impressions), both played, one billed; 1 bid lost.
+    3.00 and 5.00 EUR (x2.5 and x1 impressions), both played, one billed; 1 bid lost, whose loss notice was to
+    an undeclared host, and a win notice too long.
     H1: dsp-a asked twice: an HTTP 500 and a connection error; dsp-b asked 3 times: a bid, an answer of bad
     JSON, a no-bid, and skipped once for its max_qps; dsp-b won 1 at 4.00 USD that did not play.
     """
@@ -151,6 +159,7 @@ def seed(engine: sa.Engine) -> None:
             (asks(PartnerOutcome("dsp-b", "no_bid", checked=whole("dsp-b", b""))), H1 + 300),
         ],
         lost=(("dsp-a", H0 + 10, 1),),
+        notices=(("dsp-a", H0 + 10, "notice_host"), ("dsp-a", H0 + 20, "notice_too_long")),
     )
     store_wins(
         engine,
@@ -181,6 +190,8 @@ def figures(**changes: Any) -> dict[str, Any]:
         "avg_clearing_cpm": None,
         "currency": None,
         "billed": 0,
+        "notices_dropped": 0,
+        "notice_drops": NO_NOTICE_DROPS,
     }
     return base | changes
 
@@ -200,6 +211,8 @@ A_H0 = figures(
     avg_clearing_cpm=4.0,
     currency="EUR",
     billed=1,
+    notices_dropped=2,
+    notice_drops=NO_NOTICE_DROPS | {"notice_host": 1, "notice_too_long": 1},
 )
 A_H1 = figures(requests=2, bid_rate=0.0, errors=2, errors_by_reason={"connect": 1, "http_500": 1})
 B_H1 = figures(
@@ -250,6 +263,8 @@ def test_each_partner_has_a_total_of_its_hours_with_rates_from_the_sums(demand_d
         avg_clearing_cpm=4.0,
         currency="EUR",
         billed=1,
+        notices_dropped=2,
+        notice_drops=NO_NOTICE_DROPS | {"notice_host": 1, "notice_too_long": 1},
     )
     assert totals == [{**a_total, "partner": "dsp-a"}, {**B_H1, "partner": "dsp-b"}]
 
@@ -356,7 +371,9 @@ def test_csv_has_a_row_per_partner_hour_errors_in_one_column_and_a_column_per_dr
         "avg_clearing_cpm",
         "currency",
         "billed",
+        "notices_dropped",
         *(f"drop_{reason}" for reason in DROPS),
+        *(f"notices_dropped_{fault.removeprefix('notice_')}" for fault in NOTICE_FAULTS),
     ]
     assert "drop_no_bid" not in header and "errors_by_reason" not in header
     rows = [dict(zip(header, line, strict=True)) for line in lines]
@@ -368,6 +385,16 @@ def test_csv_has_a_row_per_partner_hour_errors_in_one_column_and_a_column_per_dr
     assert (
         rows[0]["spend"] == "0.0125" and rows[0]["drop_below_floor"] == "1" and rows[0]["currency"] == "EUR"
     )
+    assert (
+        rows[0]["notices_dropped"],
+        rows[0]["notices_dropped_host"],
+        rows[0]["notices_dropped_too_long"],
+    ) == (
+        "2",
+        "1",
+        "1",
+    )
+    assert rows[1]["notices_dropped_host"] == "0"
     assert rows[1]["errors"] == "2" and rows[1]["win_rate"] == "" and rows[1]["spend"] == ""
     assert rows[2]["drop_bad_json"] == "1" and rows[2]["bid_rate"] == "0.3333"
 
