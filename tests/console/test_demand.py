@@ -83,6 +83,12 @@ def row_of(page: str, first_cell: str) -> str:
     return ""
 
 
+def counted(live: LiveServer, partner: str, counts: dict[str, int]) -> None:
+    """The partner's demand_stats in REPORT_HOUR, as the workers' flushes leave them."""
+    rows = [{"partner": partner, "hour": REPORT_HOUR, "metric": m, "count": n} for m, n in counts.items()]
+    run(live, lambda c: c.execute(sa.insert(demand_stats), rows))
+
+
 def post(http: httpx.Client, path: str, page: str = DEMAND, **data: str) -> httpx.Response:
     return http.post(path, data={"csrf_token": csrf_of(http.get(page).text), **data})
 
@@ -262,17 +268,7 @@ def test_the_preview_answers_the_stored_vast_to_a_signed_in_user_only(console_li
 def test_the_demand_report_shows_a_known_partner_hour_and_downloads_it_as_the_apis_csv(
     console_live: LiveServer,
 ) -> None:
-    counts = {"requests": 40, "bids": 10, "no_bids": 30}
-    run(
-        console_live,
-        lambda c: c.execute(
-            sa.insert(demand_stats),
-            [
-                {"partner": "dsp-report", "hour": REPORT_HOUR, "metric": m, "count": n}
-                for m, n in counts.items()
-            ],
-        ),
-    )
+    counted(console_live, "dsp-report", {"requests": 40, "bids": 10, "no_bids": 30})
     http = signed_in(console_live, "viewer")
     query = "from=2026-03-01&to=2026-03-01&timezone=Europe%2FBerlin"
     page = http.get(f"{DEMAND}/report?{query}").text
@@ -368,16 +364,8 @@ def test_credentials_in_the_endpoint_or_a_bad_header_are_refused_and_the_secret_
 
 
 def test_notices_dropped_are_shown_per_partner_in_the_report_and_its_csv(console_live: LiveServer) -> None:
-    counts = {"requests": 5, "notice:notice_host": 3, "notice:notice_too_long": 1}
-    run(
-        console_live,
-        lambda c: c.execute(
-            sa.insert(demand_stats),
-            [
-                {"partner": "dsp-notices", "hour": REPORT_HOUR, "metric": m, "count": n}
-                for m, n in counts.items()
-            ],
-        ),
+    counted(
+        console_live, "dsp-notices", {"requests": 5, "notice:notice_host": 3, "notice:notice_too_long": 1}
     )
     http = signed_in(console_live, "viewer")
     query = "from=2026-03-01&to=2026-03-01"
