@@ -8,6 +8,7 @@ pixel scripts use, then runs every scenario in rounds, bare and adslot interleav
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -37,6 +38,7 @@ from bench.servers import (
     BenchBidder,
     Launch,
     Server,
+    ServerError,
     admin_key,
     adslot_command,
     adslot_env,
@@ -300,6 +302,11 @@ def pop_delta(before: dict[str, int] | None, after: dict[str, int] | None) -> di
 
 T = TypeVar("T")
 
+TOP_UP_MARGIN = 1.5
+"""How many times the uuids a pixel run needs at its server's fastest rate so far a list must still hold."""
+TOP_UP_MINTS = 3
+"""Top-up mints before a run at most: a server that mints fewer than a run needs in that many is broken."""
+
 
 def round_order(targets: Sequence[T], round_no: int) -> list[T]:
     """The first target (the bare app) first in every round, then the others rotated by one each round.
@@ -329,6 +336,8 @@ class Bench:
         every request the runs before it sent."""
         self.bidder: BenchBidder | None = None
         """The programmatic scenario's test bidder, while a backend that runs it is measured."""
+        self.fastest: dict[tuple[str, str], float] = {}
+        """The highest rate each target's runs of a pixel scenario reached, in requests/s (top_up())."""
 
     def run(
         self,
@@ -372,6 +381,7 @@ class Bench:
         where = (target.name, scenario.uuid_set)
         walks = scenario.requests_per_uuid > 0
         if walks:
+            self.top_up(target, scenario, duration)
             extra = {**extra, "offset": str(self.offsets.get(where, 0))}
 
         def load() -> WrkResult:
@@ -394,7 +404,49 @@ class Bench:
             result = msgspec.structs.replace(result, bidder=bidder.kinds())
         if walks:
             self.offsets[where] = result.next_offset
+            self.fastest[where] = max(self.fastest.get(where, 0.0), result.rps)
         return result
+
+    def top_up(self, target: Target, scenario: Scenario, duration: int) -> None:
+        """Mint more ad requests onto the front of a pixel scenario's list when what is left of it may not
+        last the next run at the fastest rate its runs went so far (with a margin), and start the run there.
+
+        A list minted for all of a scenario's runs is sized by how fast the mint went (MINT_FACTOR): a mint
+        slowed by another load on the machine makes a list that the later runs, going at full speed, outrun
+        into duplicates. The rate already measured on this server says what the next run needs."""
+        where = (target.name, scenario.uuid_set)
+        rate = self.fastest.get(where)
+        if rate is None:
+            return  # the first run: the mint's own sizing covers it with room for every later run
+        path = Path(target.script_args["uuids"])
+        per = scenario.requests_per_uuid
+        needed = math.ceil(TOP_UP_MARGIN * rate * duration / per)
+        fired = math.ceil(self.offsets.get(where, 0) / per)
+        left = path.read_text().split()[fired:]
+        if len(left) >= needed:
+            return
+        for _ in range(TOP_UP_MINTS):
+            if len(left) >= needed:
+                break
+            fresh = path.with_suffix(".top-up")
+            minted = mint_ad_requests(
+                self.wrk,
+                target.server.url,
+                target.script_args["key"],
+                mint_seconds(duration, per),
+                fresh,
+                connections=self.args.base_connections,
+                threads=self.args.threads,
+            )
+            left = minted + left  # minted is latest first, and newer than every uuid left
+            note = f"{target.name} {scenario.name}: {len(minted):,} ad requests minted onto its list"
+            self.notes.append(note)
+            print(f"[{note}]", flush=True)
+        if len(left) < needed:
+            made = f"{TOP_UP_MINTS} top-up mints left {len(left):,} of {needed:,} uuids"
+            raise ServerError(f"{target.name} {scenario.name}: {made}")
+        path.write_text("\n".join(left) + "\n")
+        self.offsets[where] = 0
 
     def measure(self, target: Target, load: Callable[[], WrkResult]) -> WrkResult:
         """One wrk run, with the CPU, PostgreSQL's counters and the disk's flushes around it when the

@@ -17,7 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bench.servers import PLAY_LEAD_SECONDS, mint_ad_requests
+from bench.runner import Bench, Target, parse_args
+from bench.scenarios import Scenario, select
+from bench.servers import PLAY_LEAD_SECONDS, Server, mint_ad_requests
 
 from adslot.ids import uuid7
 from tests.bench.loopback import KeepAlive, serving
@@ -86,3 +88,45 @@ def test_a_pixel_list_is_fired_latest_first_across_wrks_threads(
     times = [unix_ms(uuid.UUID(u)) for u in listed]
     assert times == sorted(times, reverse=True)
     assert times[0] > times[-1]
+
+
+def _bench_on(url: str, uuids: Path, offset: int, fastest: float | None) -> tuple[Bench, Target, Scenario]:
+    """A Bench whose impression runs on `url`'s list `uuids`, fired up to `offset`, at `fastest` req/s."""
+    bench = Bench(parse_args(["--connections", "4", "--threads", "1"]), require_wrk())
+    target = Target("adslot", Server("adslot", url, None, uuids), {"key": "key", "uuids": str(uuids)})  # type: ignore[arg-type]
+    impression = select(["impression"])[0]
+    bench.offsets[("adslot", impression.uuid_set)] = offset
+    if fastest is not None:
+        bench.fastest[("adslot", impression.uuid_set)] = fastest
+    return bench, target, impression
+
+
+@pytest.mark.timeout(60)
+def test_a_list_the_next_run_may_outrun_gets_fresh_ad_requests_in_front_of_what_is_left(
+    recorder: tuple[str, list[int], list[str]], tmp_path: Path
+) -> None:
+    """A mint slowed by another load makes a short list; the runs after the first, at full speed, would fire
+    past its end into duplicates. The rate measured so far says how many the next run needs."""
+    url, _, issued = recorder
+    old = [str(uuid7()) for _ in range(10)][::-1]
+    path = tmp_path / "uuids.txt"
+    path.write_text("\n".join(old) + "\n")
+    bench, target, impression = _bench_on(url, path, offset=4, fastest=200.0)
+    bench.top_up(target, impression, duration=1)
+    listed = path.read_text().split()
+    assert listed[-6:] == old[4:], "the unfired rest stays, after the fresh ones"
+    assert len(listed) - 6 >= 300 and set(listed[:-6]) <= set(issued), "1.5 x 200 req/s x 1 s, minted"
+    assert bench.offsets[("adslot", impression.uuid_set)] == 0, "the next run starts at the fresh ones"
+    times = [unix_ms(uuid.UUID(u)) for u in listed]
+    assert times == sorted(times, reverse=True), "still latest first"
+    assert any("minted onto its list" in note for note in bench.notes)
+
+
+@pytest.mark.parametrize("fastest", [None, 1.0])
+def test_a_list_long_enough_for_the_next_run_is_left_as_it_is(fastest: float | None, tmp_path: Path) -> None:
+    old = [str(uuid7()) for _ in range(10)]
+    path = tmp_path / "uuids.txt"
+    path.write_text("\n".join(old) + "\n")
+    bench, target, impression = _bench_on("http://127.0.0.1:9", path, offset=4, fastest=fastest)
+    bench.top_up(target, impression, duration=1)
+    assert path.read_text().split() == old and bench.offsets[("adslot", impression.uuid_set)] == 4
