@@ -6,6 +6,7 @@ except under CI=true, where a missing database is a failure, not a skip.
 
 from __future__ import annotations
 
+import inspect
 import os
 import secrets
 import socket
@@ -312,3 +313,64 @@ def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     from tests.served import served_setup
 
     yield from served_setup(str(request.param), tmp_path)
+
+
+SLOW_FIXTURES = {
+    "server": {
+        "live",
+        "listed",
+        "servers",
+        "edge",
+        "exchange",
+        "limited",
+        "two_nodes",
+        "console_live",
+        "sweeping",
+        "sqlite_server",
+        "sandbox_server",
+        "endpoints",
+        "adslot",
+        "guarded",
+        "loaded",
+        "player_origin",
+    },
+    "browser": {"browser", "chromium_live"},
+    "subprocess": {"served", "two_workers", "fleet", "own_redis", "shared"},
+    "benchmark": {"recorder"},
+}
+"""Fixtures that start a server (in-process uvicorn or a loopback HTTP server), a browser or a subprocess,
+by the reason a test that uses one, directly or through another fixture, is marked slow."""
+
+SLOW_CALLS = {
+    "benchmark": ("run_bench(", "require_wrk("),
+    "browser": ("sync_playwright",),
+    "subprocess": ("subprocess.", "Popen", "served_setup", "multiprocessing"),
+    "server": ("start_server(", "LiveServer("),
+}
+"""What a test's own body calls that starts one of them, by reason."""
+
+
+def slow_reason(item: pytest.Item) -> str | None:
+    """Why `item` is slow (SLOW_FIXTURES, then SLOW_CALLS in its body), or None."""
+    used = set(getattr(item, "fixturenames", ()))
+    for reason, fixtures in SLOW_FIXTURES.items():
+        if used & fixtures:
+            return reason
+    function = getattr(item, "function", None)
+    try:
+        body = inspect.getsource(function) if function is not None else ""
+    except (OSError, TypeError):
+        body = ""
+    for reason, calls in SLOW_CALLS.items():
+        if any(call in body for call in calls):
+            return reason
+    return None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark slow, with its reason, every test that starts a server, browser, subprocess or benchmark run:
+    through a fixture or in its own body (slow_reason()); a module whose helpers start one carries
+    `pytestmark = pytest.mark.slow(reason)`. `-m "not slow"` is the edit-test loop."""
+    for item in items:
+        if item.get_closest_marker("slow") is None and (reason := slow_reason(item)):
+            item.add_marker(pytest.mark.slow(reason))

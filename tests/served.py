@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,14 +57,21 @@ class Server:
             stdout=subprocess.DEVNULL,
             stderr=self.log.open("ab"),
         )
+        self.wait_serving(workers)
+
+    def wait_serving(self, workers: int, gone: Collection[int] = ()) -> None:
+        """Return once `workers` worker processes, none of them in `gone` (killed), answer /healthz.
+
+        A worker started again after a kill listens before its app is up: a player whose connection lands
+        on it meanwhile times out. Waiting here, not in a fixed sleep, is what makes every worker serve."""
         deadline = time.monotonic() + 60
         serving: set[int] = set()
         while time.monotonic() < deadline:
             # A new connection each time: with several workers, the kernel spreads them over all of them.
             try:
                 answer = httpx.get(f"{self.url}/healthz", timeout=1)
-                if answer.status_code == 200:
-                    serving.add(answer.json()["worker_pid"])
+                if answer.status_code == 200 and (pid := answer.json()["worker_pid"]) not in gone:
+                    serving.add(pid)
                     if len(serving) == workers:
                         return
             except httpx.TransportError:
@@ -187,7 +194,8 @@ def load_until(server: Server, key: str, acked: Acked, stop_server: Callable[[],
     """Eight players request ads and fire impressions (some twice) until `stop_server` (kill or terminate).
 
     `stop_server` runs once at least `min_new` ad requests were acknowledged, so that every round stops a
-    server under load however slow the machine is; its result is returned.
+    server under load however slow the machine is; its result is returned. A load that never gets there in
+    60 s fails the test: a stop without load proves nothing.
     """
     stop = threading.Event()
     before = len(acked.requests)
@@ -226,6 +234,8 @@ def load_until(server: Server, key: str, acked: Acked, stop_server: Callable[[],
         stop.set()
         for f in futures:
             f.result()
+    made = len(acked.requests) - before
+    assert made >= min_new, f"the load never got going: {made} of {min_new} ad requests acknowledged in 60 s"
     return result
 
 

@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow("subprocess")  # ruff, mypy, mkdocs
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("index", "api", "decisioning", "console", "operations", "architecture", "benchmark")
 INSTALL_AND_RUN = (

@@ -96,8 +96,9 @@ def kill_five_times_under_two_workers(
 ) -> None:
     """Five rounds of load on `adslot serve --workers 2`, each ending in a SIGKILL of the process `victim`
     picks, at a random moment; then every acknowledged write is found once and the state is consistent.
-    Each round needs 10 new acknowledged ad requests, so whatever was killed before has been replaced and
-    is serving."""
+    Each round starts once both workers answer, none of them killed (a worker started again listens before
+    it serves, and a player whose connection lands there gives up), and needs 10 new acknowledged ad
+    requests, so whatever was killed before has been replaced and is serving."""
     server, key, settings = served
     acked = Acked()
     rng = random.Random(seed)
@@ -111,6 +112,7 @@ def kill_five_times_under_two_workers(
         killed.append(pid)
 
     for _ in range(5):
+        server.wait_serving(2, gone=killed)
         load_until(server, key, acked, kill, min_new=10)
     assert len(set(killed)) == 5, "every round killed a new, live process"
     assert any(len(v) > 1 for v in acked.impressions.values()), "no repeated fire was exercised"
