@@ -342,7 +342,7 @@ SLOW_FIXTURES = {
 by the reason a test that uses one, directly or through another fixture, is marked slow."""
 
 SLOW_CALLS = {
-    "benchmark": ("run_bench(", "require_wrk("),
+    "benchmark": ("run_bench(", "require_wrk(", "running(", "setup_production("),
     "browser": ("sync_playwright",),
     "subprocess": ("subprocess.", "Popen", "served_setup", "multiprocessing"),
     "server": ("start_server(", "LiveServer("),
