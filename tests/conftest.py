@@ -333,9 +333,10 @@ SLOW_FIXTURES = {
         "guarded",
         "loaded",
         "player_origin",
+        "callback",
     },
     "browser": {"browser", "chromium_live"},
-    "subprocess": {"served", "two_workers", "fleet", "own_redis", "shared"},
+    "subprocess": {"served", "two_workers", "fleet", "own_redis", "shared", "hostile_setup", "failing"},
     "benchmark": {"recorder"},
 }
 """Fixtures that start a server (in-process uvicorn or a loopback HTTP server), a browser or a subprocess,
@@ -345,7 +346,7 @@ SLOW_CALLS = {
     "benchmark": ("run_bench(", "require_wrk(", "running(", "setup_production("),
     "browser": ("sync_playwright",),
     "subprocess": ("subprocess.", "Popen", "served_setup", "multiprocessing"),
-    "server": ("start_server(", "LiveServer("),
+    "server": ("start_server(", "LiveServer(", "live_server(", "on_loopback("),
 }
 """What a test's own body calls that starts one of them, by reason."""
 
