@@ -315,3 +315,63 @@ def test_changes_through_the_management_api_are_audited_under_the_keys_id(consol
     assert '"By API"' in found[1][2] and '"Renamed by API"' in found[1][3]
     page = signed_in(console_live, "viewer").get("/console/production/audit").text
     assert f"api key {key_id}" in page
+
+
+OUT_OF_RANGE = ["99999999999999999999", "-1", "1e3", "abc"]
+
+
+def _api_error(answer: httpx.Response) -> str:
+    error = answer.json()["error"]
+    return f"{error['message']} ({error['field']})"
+
+
+@pytest.mark.parametrize("typed", OUT_OF_RANGE)
+def test_a_number_out_of_range_in_a_console_form_shows_the_apis_own_error_never_a_500(
+    console_live: LiveServer, typed: str
+) -> None:
+    assert console_live.keys
+    http = signed_in(console_live, "admin")
+    token = csrf_of(http.get("/console/production/campaigns/new").text)
+    api = httpx.Client(base_url=console_live.url, headers={"Ssp-Key": console_live.keys.production_admin})
+    as_json = typed if typed != "abc" else '"abc"'
+    before = rows(console_live, audit_log)
+    for name in ("advertiser_id", "weight"):
+        form = {
+            "advertiser_id": "1",
+            "name": "Bounds",
+            "start_at": "2027-01-01T00:00",
+            "end_at": "2027-01-02T00:00",
+        }
+        shown = http.post(
+            "/console/production/campaigns/new", data={"csrf_token": token, **form, name: typed}
+        )
+        body = '{"advertiser_id": 1, "name": "Bounds", "start_at": 1798761600, "end_at": 1798848000}'
+        body = body.replace('"advertiser_id": 1', f'"{name}": {as_json}, "advertiser_id": 1')
+        if name == "advertiser_id":
+            body = body.replace(', "advertiser_id": 1', "")
+        answered = api.post("/api/v1/campaigns", content=body, headers={"Content-Type": "application/json"})
+        assert answered.status_code in (400, 422), answered.text
+        # The form shown again, as every console form with an error is, with the API's very error.
+        assert shown.status_code == 200, (name, shown.status_code)
+        assert html.escape(_api_error(answered), quote=False) in shown.text.replace("&#96;", "`")
+    assert rows(console_live, audit_log) == before
+
+
+@pytest.mark.parametrize("typed", [*OUT_OF_RANGE, "2147483648"])
+def test_an_id_out_of_range_in_a_console_path_answers_what_the_api_answers(
+    console_live: LiveServer, typed: str
+) -> None:
+    assert console_live.keys
+    http = signed_in(console_live, "admin")
+    token = csrf_of(http.get("/console/production/").text)
+    api = httpx.Client(base_url=console_live.url, headers={"Ssp-Key": console_live.keys.production_admin})
+    expected = api.get(f"/api/v1/campaigns/{typed}").status_code
+    assert expected in (400, 404)
+    for path in (f"campaigns/{typed}", f"campaigns/{typed}/edit", f"demand/creatives/{typed}/preview"):
+        assert http.get(f"/console/production/{path}").status_code == expected, path
+    for path in (f"campaigns/{typed}/status", f"keys/{typed}/revoke", f"users/{typed}/disable"):
+        answer = http.post(f"/console/production/{path}", data={"csrf_token": token, "status": "paused"})
+        assert answer.status_code == expected, path
+    forecast = http.post("/console/production/forecast", data={"csrf_token": token, "campaign_id": typed})
+    assert forecast.status_code == 200 and "pick a campaign (campaign_id)" in forecast.text
+    assert http.get(f"/console/production/audit?before={typed}").status_code == 200

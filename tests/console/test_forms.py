@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from adslot.campaigns.schemas import CampaignIn, TargetingRules
-from adslot.console.forms import decode, error_for, utc_input, utc_time, words
+from adslot.console.forms import decode, error_for, row_id, utc_input, utc_time, words
 from adslot.console.pages.campaigns import campaign_body, campaign_form, campaign_patch
 from adslot.errors import ApiError
 from adslot.inventory.schemas import VenueIn
@@ -97,3 +97,41 @@ def test_lists_split_on_commas_and_lines_and_times_are_utc() -> None:
     with pytest.raises(ApiError) as caught:
         utc_time({"t": "tomorrow"}, "t")
     assert caught.value.field == "t"
+
+
+@pytest.mark.parametrize(
+    ("typed", "problem"),
+    [
+        ("99999999999999999999", "Expected `int` <= 1000000"),
+        ("-1", "Expected `int` >= 1"),
+        ("1e3", "Expected `int`, got `float`"),
+        ("1000.0", "Expected `int`, got `float`"),
+        ("abc", "Expected `int`, got `str`"),
+        ("²", "Expected `int`, got `str`"),
+    ],
+)
+def test_a_number_field_is_read_as_the_same_text_in_a_json_body_is(typed: str, problem: str) -> None:
+    with pytest.raises(ApiError) as refused:
+        decode(campaign_body(CAMPAIGN_FORM | {"weight": typed}), CampaignIn)
+    assert (refused.value.status, refused.value.field, refused.value.message) == (400, "weight", problem)
+
+
+def test_a_number_in_a_text_field_stays_text_and_a_float_field_takes_an_exponent() -> None:
+    form = CAMPAIGN_FORM | {
+        "name": "1e3",
+        "targeting.venue_types": "1.2",
+        "cpm": "1e1",
+        "caps[0].limit": "2e3",
+    }
+    form |= {"caps[0].period": "daily", "caps[0].metric": "plays"}
+    campaign = decode(campaign_body(form), CampaignIn)
+    assert campaign.name == "1e3" and campaign.cpm == 10.0 and campaign.caps[0].limit == 2000.0
+    assert campaign.targeting is not None and campaign.targeting.venue_types == ["1.2"]
+
+
+def test_an_id_typed_in_a_form_is_bounded_as_the_apis_path_ids_are() -> None:
+    assert row_id("2147483647", "campaign_id", "pick one") == 2147483647
+    for typed in ("2147483648", "99999999999999999999", "0", "-1", "1e3", "abc", "²", ""):
+        with pytest.raises(ApiError) as refused:
+            row_id(typed, "campaign_id", "pick one")
+        assert (refused.value.status, refused.value.field) == (400, "campaign_id")

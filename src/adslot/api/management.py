@@ -38,7 +38,6 @@ from adslot.demand import repository as demand_repo
 from adslot.demand.creatives import CreativeStatus, DemandCreative
 from adslot.demand.partners import Partner, PartnerIn, PartnerPatch
 from adslot.environment import Environment
-from adslot.errors import ApiError
 from adslot.fields import MAX_ID
 from adslot.inventory import repository as inventory_repo
 from adslot.inventory.csv_import import MAX_CSV_BYTES, MAX_CSV_ROWS, check_csv_content_type, import_venues
@@ -166,8 +165,6 @@ class CampaignController(Controller):
 
     @post(operation_id="createCampaign", summary="Create a campaign", responses=WRITE_ERRORS)
     async def create(self, request: Request[Any, Any, Any], data: JSONBody[CampaignIn]) -> Campaign:
-        if data.advertiser_id > MAX_ID:
-            raise ApiError(422, "unknown_advertiser", f"no advertiser {data.advertiser_id}", "advertiser_id")
         return await change(
             request,
             "campaign.create",

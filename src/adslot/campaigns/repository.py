@@ -23,6 +23,7 @@ from adslot.campaigns.schemas import (
     TargetingRules,
 )
 from adslot.errors import ApiError
+from adslot.fields import MAX_ID
 from adslot.storage.database import as_dict, conflict_as
 from adslot.storage.tables import advertisers, campaign_venues, campaigns, creatives
 
@@ -51,8 +52,11 @@ def list_advertisers(conn: sa.Connection) -> list[Advertiser]:
 
 
 def _advertiser_category(conn: sa.Connection, advertiser_id: int) -> str | None:
-    """The advertiser's category (separation needs it); 422 when there is no such advertiser."""
-    row = conn.execute(sa.select(advertisers.c.category).where(advertisers.c.id == advertiser_id)).first()
+    """The advertiser's category (separation needs it); 422 when there is no such advertiser (an id above
+    MAX_ID names none, and is not sent to a database whose ids it would overflow)."""
+    row = None
+    if advertiser_id <= MAX_ID:
+        row = conn.execute(sa.select(advertisers.c.category).where(advertisers.c.id == advertiser_id)).first()
     if row is None:
         raise ApiError(422, "unknown_advertiser", f"no advertiser {advertiser_id}", "advertiser_id")
     return None if row[0] is None else str(row[0])

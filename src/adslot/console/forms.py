@@ -7,24 +7,61 @@ so the `field` of an ApiError, the API's own error, names the input to show it n
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import msgspec
+import msgspec.inspect as mi
 
 from adslot.errors import ApiError, invalid_value
+from adslot.fields import MAX_ID
 
 T = TypeVar("T")
 Form = Mapping[str, str]
 
 
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
 def decode(body: dict[str, Any], kind: type[T]) -> T:
-    """The body as the API would decode it; the form's strings are taken for numbers where a number is
-    asked for ("10" for 10), nothing more lenient."""
+    """The body as the API would decode it: where the struct asks for a number, the form's text is read
+    as the same text in a JSON body would be ("10" is 10, "1e3" a float that an integer field refuses,
+    "99999999999999999999" an integer over any bound), then decoded as strictly as the API decodes."""
     try:
-        return msgspec.convert(body, kind, strict=False)
+        return msgspec.convert(_as_json(body, _type_info(kind)), kind)
     except msgspec.ValidationError as exc:
         raise invalid_value(exc) from exc
+
+
+_TYPES: dict[type, mi.Type] = {}
+
+
+def _type_info(kind: type) -> mi.Type:
+    found = _TYPES.get(kind)
+    if found is None:
+        found = _TYPES[kind] = mi.type_info(kind)
+    return found
+
+
+def _as_json(value: Any, kind: mi.Type | None) -> Any:
+    """`value` with each text that stands where `kind` wants a number (and no text) read as JSON reads it;
+    text that is no JSON number stays text, for the struct to refuse by its field."""
+    if isinstance(kind, mi.Metadata):
+        kind = kind.type
+    options = tuple(t.type if isinstance(t, mi.Metadata) else t for t in getattr(kind, "types", (kind,)))
+    if isinstance(value, str):
+        number = any(isinstance(t, mi.IntType | mi.FloatType) for t in options)
+        if number and not any(isinstance(t, mi.StrType) for t in options) and _JSON_NUMBER.fullmatch(value):
+            return msgspec.json.decode(value)
+        return value
+    if isinstance(value, dict):
+        fields = {f.encode_name: f.type for t in options if isinstance(t, mi.StructType) for f in t.fields}
+        return {key: _as_json(item, fields.get(key)) for key, item in value.items()}
+    if isinstance(value, list):
+        items = [t.item_type for t in options if isinstance(t, mi.ListType)]
+        return [_as_json(item, items[0] if items else None) for item in value]
+    return value
 
 
 def text(form: Form, name: str) -> str | None:
@@ -41,8 +78,21 @@ def words(form: Form, name: str) -> list[str] | None:
 
 
 def number(form: Form, name: str) -> str | None:
-    """A number field as typed: the struct's decoding says whether it is one, and names the field if not."""
+    """A number field as typed: decode() reads it as JSON would, and the struct says whether it is one."""
     return text(form, name)
+
+
+def digits(value: str) -> bool:
+    """ASCII digits only: str.isdigit() also takes "²" and "٣", which int() then refuses."""
+    return value.isascii() and value.isdigit()
+
+
+def row_id(value: str, name: str, message: str) -> int:
+    """A row's id typed in a form, within the API's bounds (1 to MAX_ID, as its path parameters): a
+    larger one names nothing and would overflow the database's integer."""
+    if not digits(value) or len(value) > 10 or not 1 <= int(value) <= MAX_ID:
+        raise ApiError(400, "invalid_field", message, name)
+    return int(value)
 
 
 def utc_time(form: Form, name: str) -> int | None:

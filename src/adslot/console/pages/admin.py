@@ -12,11 +12,12 @@ from adslot import audit
 from adslot.auth import repository as keys_repo
 from adslot.auth.keys import LIVE_PREFIX, SCOPES, TEST_PREFIX
 from adslot.console import users
-from adslot.console.forms import text
+from adslot.console.forms import digits, text
 from adslot.console.roles import ADMIN, ROLES
 from adslot.console.web import ROOT, EnvName, RowId, change, console_of, form_fields, need, render
 from adslot.environment import Environment
 from adslot.errors import ApiError
+from adslot.fields import MAX_ID
 
 
 async def _form(request: Request[Any, Any, Any]) -> dict[str, Any]:
@@ -207,7 +208,7 @@ async def user_password(request: Request[Any, Any, Any], env_name: EnvName, user
 async def audit_log(request: Request[Any, Any, Any], env_name: EnvName) -> Response[str]:
     env = console_of(request).env(env_name)
     raw = request.query_params.get("before") or ""
-    before_id = int(raw) if raw.isdigit() and len(raw) < 12 else None
+    before_id = int(raw) if digits(raw) and len(raw) < 12 and int(raw) <= MAX_ID else None
     found = await env.run_sync(lambda c: audit.entries(c, before_id))
     return render(
         request,

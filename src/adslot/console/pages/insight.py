@@ -19,7 +19,7 @@ from adslot.campaigns import repository as campaigns_repo
 from adslot.campaigns.schemas import DAYS, CampaignIn, CreativeIn
 from adslot.console.charts import Series, line_chart
 from adslot.console.figures import DAY, hour_floor
-from adslot.console.forms import decode, number, text, utc_input
+from adslot.console.forms import decode, digits, number, row_id, text, utc_input
 from adslot.console.pages.campaigns import CAP_ROWS, DAYPART_ROWS, RULE_SETS, campaign_body
 from adslot.console.web import ROOT, EnvName, console_of, form_fields, render
 from adslot.environment import Environment
@@ -162,9 +162,7 @@ async def forecast_form(request: Request[Any, Any, Any], env_name: EnvName) -> R
 def _proposal(form: dict[str, str]) -> Proposal:
     picked = text(form, "campaign_id")
     if picked is not None:
-        if not picked.isdigit() or len(picked) > 10:
-            raise ApiError(400, "invalid_field", "pick a campaign", "campaign_id")
-        return ExistingCampaign(int(picked))
+        return ExistingCampaign(row_id(picked, "campaign_id", "pick a campaign"))
     campaign = decode(campaign_body(form), CampaignIn)
     creative = {
         "name": "forecast creative",
@@ -215,9 +213,9 @@ async def forecast_run(request: Request[Any, Any, Any], env_name: EnvName) -> Re
         proposal = _proposal(form)
         hours_text = text(form, "hours")
         slot_text = text(form, "slot_seconds")
-        if hours_text is not None and not hours_text.isdigit():
+        if hours_text is not None and not digits(hours_text):
             raise ApiError(400, "invalid_field", f"hours must be 1 to {MAX_HOURS}", "hours")
-        if slot_text is not None and not slot_text.isdigit():
+        if slot_text is not None and not digits(slot_text):
             raise ApiError(
                 400, "invalid_field", "slot_seconds must be a whole number of seconds", "slot_seconds"
             )
