@@ -10,11 +10,11 @@ from litestar.exceptions import HTTPException
 from adslot.console.pages import admin, campaigns, demand, insight, overview, reports, signing, venues
 from adslot.console.web import (
     Console,
-    after_request,
     api_error_page,
     before_request,
     http_error_page,
     internal_error_page,
+    security_headers,
 )
 from adslot.environment import Environment
 from adslot.errors import ApiError
@@ -37,7 +37,7 @@ def build_console(environments: Mapping[str, Environment]) -> Litestar:
     app = Litestar(
         route_handlers=ROUTES,
         before_request=before_request,
-        after_request=after_request,
+        before_send=[security_headers],
         exception_handlers={
             ApiError: api_error_page,
             HTTPException: http_error_page,

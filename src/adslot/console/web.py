@@ -26,6 +26,7 @@ from litestar.datastructures import Cookie
 from litestar.exceptions import HTTPException, NotFoundException
 from litestar.params import PathParameter
 from litestar.response import Redirect
+from litestar.types import Message, Scope
 
 from adslot import audit
 from adslot.console import sessions
@@ -192,10 +193,19 @@ def csrf_refused(request: Request[Any, Any, Any]) -> Response[str]:
     )
 
 
-def after_request(response: Response[Any]) -> Response[Any]:
-    for name, value in SECURITY_HEADERS.items():
-        response.headers.setdefault(name, value)
-    return response
+_SECURITY_LINES = tuple(
+    (name.encode("ascii"), value.encode("ascii")) for name, value in SECURITY_HEADERS.items()
+)
+
+
+async def security_headers(message: Message, scope: Scope) -> None:
+    """Every answer's security headers and no-store, a header the answer set itself kept (a static file's
+    cache-control): as a before_send hook it reaches what no handler made too, the error pages of a
+    route that does not exist, a method it does not take, a body too large, or a failure."""
+    if message["type"] == "http.response.start":
+        headers = list(message.get("headers", ()))
+        present = {name.lower() for name, _ in headers}
+        message["headers"] = headers + [line for line in _SECURITY_LINES if line[0] not in present]
 
 
 def user_of(request: Request[Any, Any, Any]) -> User:
