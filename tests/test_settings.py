@@ -217,6 +217,8 @@ def test_with_overrides_returns_a_changed_copy() -> None:
         ("ADSLOT_MAX_URL_BYTES", "255"),
         ("ADSLOT_MAX_HEADERS", "7"),
         ("ADSLOT_HEAD_TIMEOUT_MS", "99"),
+        ("ADSLOT_BODY_TIMEOUT_MS", "99"),
+        ("ADSLOT_BODY_TIMEOUT_MS", "30s"),
         ("ADSLOT_CATALOG_POLL_MS", "49"),
         ("ADSLOT_SETTLE_INTERVAL_MS", "49"),
         ("ADSLOT_SETTLE_INTERVAL_MS", "soon"),
@@ -434,3 +436,8 @@ def test_offline_upload_window_and_invalid_traffic_rules_default_to_72_hours_and
 def test_bad_invalid_traffic_and_upload_settings_are_refused_at_start(name: str, value: str) -> None:
     with pytest.raises(SettingsError):
         load_settings({name: value})
+
+
+def test_the_body_timeout_is_thirty_seconds_unless_set_in_milliseconds() -> None:
+    assert load_settings({}).body_timeout_seconds == 30.0
+    assert load_settings({"ADSLOT_BODY_TIMEOUT_MS": "2500"}).body_timeout_seconds == 2.5

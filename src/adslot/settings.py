@@ -214,6 +214,9 @@ class Settings:
     """How long a connection may take to send a request's head: one that sends nothing is closed, one whose
     head is still incomplete is answered 408 and closed. The wait between requests on a kept-alive
     connection is uvicorn's keep-alive timeout (5 s)."""
+    body_timeout_seconds: float = 30.0
+    """How long a request's body may take to arrive once its head has: one still incomplete then is answered
+    408 and its connection closed, so that a body sent a byte a second cannot hold a connection forever."""
     max_id_length: int = 128
     schema_strict_extension: bool = False
     fast_lane: bool = True
@@ -377,6 +380,8 @@ def load_settings(
         max_url_bytes=_int(env, "ADSLOT_MAX_URL_BYTES", DEFAULTS.max_url_bytes, 256),
         max_headers=_int(env, "ADSLOT_MAX_HEADERS", DEFAULTS.max_headers, 8),
         head_timeout_seconds=_int(env, "ADSLOT_HEAD_TIMEOUT_MS", _ms(DEFAULTS.head_timeout_seconds), 100)
+        / 1000,
+        body_timeout_seconds=_int(env, "ADSLOT_BODY_TIMEOUT_MS", _ms(DEFAULTS.body_timeout_seconds), 100)
         / 1000,
         schema_strict_extension=_bool(
             env, "ADSLOT_VAST_SCHEMA_STRICT_EXTENSION", DEFAULTS.schema_strict_extension

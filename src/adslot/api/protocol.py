@@ -63,6 +63,8 @@ from adslot.routes import AD_REQUEST_PATHS, IMPRESSION_PATHS
 from adslot.settings import DEFAULTS, Settings
 from adslot.telemetry.metrics import NO_METER, PathMeter
 
+LINGER_SECONDS = 2.0
+"""How long a connection whose slow body was refused stays open after its answer (_refuse)."""
 UPGRADE_OFFER = frozenset({b"upgrade", b"http2-settings"})
 """An upgrade offer's headers, which its Connection header names too: all dropped when it is ignored."""
 
@@ -302,6 +304,9 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         self._in_head = False
         self._messages_begun = 0
         self._head_timer: asyncio.TimerHandle | None = None
+        self._body_timer: asyncio.TimerHandle | None = None
+        """Armed when a packet ends inside a request's body, cancelled when the body is complete: a body
+        that arrives with its head (most) costs no timer."""
         self._received = False
         self._refused = False
         self._handler: Handler | None = None
@@ -333,6 +338,7 @@ class AdslotHttpProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_head_timer()
+        self._stop_body_timer()
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None
@@ -374,6 +380,10 @@ class AdslotHttpProtocol(HttpToolsProtocol):
             return
         if not self._in_head:
             self._head_bytes = 0
+            if self._reading_body and self._body_timer is None:
+                self._body_timer = self.loop.call_later(
+                    self._limits.body_timeout_seconds, self._body_timed_out
+                )
             return
         # A head is still incomplete: its bytes so far count against the limit (those of a head that began
         # in this packet from the next one on), and it may not take longer than the head timeout.
@@ -410,19 +420,45 @@ class AdslotHttpProtocol(HttpToolsProtocol):
             431, "headers_too_large", f"the request's head may be at most {self._limits.max_head_bytes} bytes"
         )
 
-    def _refuse(self, reply: Reply) -> None:
-        """Answer `reply` and close: the rest of what the client sends is not read."""
+    def _refuse(self, reply: Reply, linger: bool = False) -> None:
+        """Answer `reply` and close: the rest of what the client sends is not read. `linger`: end the
+        sending side at once but close only when the client does or LINGER_SECONDS later, dropping what it
+        still sends, since a close with its bytes unread would reset the connection and could discard the
+        answer before the client reads it."""
         self._refused = True
         self._stop_head_timer()
-        if not self.transport.is_closing():
+        transport = self.transport
+        if not transport.is_closing():
             default_headers = self.server_state.default_headers
-            self.transport.write(encode_response(reply, False, default_headers, False, new_request_id()))
-            self.transport.close()
+            transport.write(encode_response(reply, False, default_headers, False, new_request_id()))
+            if linger and transport.can_write_eof():
+                transport.write_eof()
+                self._body_timer = self.loop.call_later(LINGER_SECONDS, transport.close)
+            else:
+                transport.close()
 
     def _stop_head_timer(self) -> None:
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
+
+    def _stop_body_timer(self) -> None:
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+
+    def _body_timed_out(self) -> None:
+        """The body did not arrive in time: 408 and close, or only close when its answer has begun (an app
+        that answered without reading it); the app still waiting for it is told the client went."""
+        self._body_timer = None
+        if not self._reading_body or self.transport.is_closing():
+            return
+        if getattr(self.cycle, "response_started", False):
+            self.transport.close()
+            return
+        seconds = self._limits.body_timeout_seconds
+        message = f"the request's body took longer than {seconds:g} s to arrive"
+        self._refuse(_refusal(408, "body_timeout", message), linger=True)
 
     def _head_timed_out(self) -> None:
         self._head_timer = None
@@ -569,6 +605,8 @@ class AdslotHttpProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         self._reading_body = False
+        if self._body_timer is not None:
+            self._stop_body_timer()
         if self._ignored_upgrade:
             return  # the offer's head alone: the request is read again, body and all
         handler = self._handler
