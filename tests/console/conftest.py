@@ -28,8 +28,8 @@ def create_users(live: LiveServer) -> None:
         engine.dispose()
 
 
-def start_console_server(tmp: object, backend: str) -> tuple[LiveServer, list[str]]:
-    server, schemas = start_server(tmp, backend)  # type: ignore[arg-type]
+def start_console_server(tmp: object, backend: str, **env: str) -> tuple[LiveServer, list[str]]:
+    server, schemas = start_server(tmp, backend, **env)  # type: ignore[arg-type]
     create_users(server)
     return server, schemas
 

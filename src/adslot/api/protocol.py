@@ -55,6 +55,7 @@ from adslot.api.hot_paths import (
 from adslot.api.proof_of_play import Pending
 from adslot.api.reply import NO_STORE, Reply, error_reply, failure_reply
 from adslot.api.sources import TRUSTED, forwarded_for, sources_for
+from adslot.edge.clients import PEER
 from adslot.edge.headers import EdgeHeaders
 from adslot.edge.request_ids import REQUEST_ID, new_request_id
 from adslot.environment import Environment
@@ -485,6 +486,7 @@ class AdslotHttpProtocol(HttpToolsProtocol):
         super().on_message_begin()
         self.url, self.headers, self.expect_100_continue = url, headers, expect_100_continue
         self.scope["headers"] = headers
+        self.scope[PEER] = self.client  # type: ignore[literal-required]  # before uvicorn's proxy headers
 
     def _read_again_without_upgrade(self, rest: bytes) -> None:
         """Parse the request whose upgrade offer is ignored again, from a head without the offer, then

@@ -1,18 +1,16 @@
 """Which network a request comes from, for the invalid-traffic rules (ledger/ivt.py): the ad request stores
 its network, and each fire is judged against it.
 
-The client is the TCP peer, unless the peer is one of ADSLOT_TRUSTED_PROXIES: then it is the right-most
-address of X-Forwarded-For that is not a trusted proxy itself (each proxy appends the address it received
-from, so that one was written by a proxy adslot trusts; anything left of it the client may have forged).
-The hot lane finds the peer's network once per connection; the answer per address is cached, so a request
+The client is the TCP peer, or the one a trusted proxy's X-Forwarded-For names (edge/clients.py). The hot
+lane finds the peer's network once per connection; the answer per address is cached, so a request
 costs a dict lookup at most. With neither network rule switched on, every request's network is 0 (unknown).
 """
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Sequence
 
+from adslot.edge.clients import TrustedProxies
 from adslot.ledger.ivt import network_key
 from adslot.settings import Settings
 
@@ -27,7 +25,7 @@ class Sources:
         self._on = bool({"foreign_network", "burst"} & set(settings.ivt_rules))
         self._v4 = settings.ivt_ipv4_prefix
         self._v6 = settings.ivt_ipv6_prefix
-        self._proxies = tuple(ipaddress.ip_network(network) for network in settings.trusted_proxies)
+        self._proxies = TrustedProxies(settings.trusted_proxies)
         self._cache: dict[str, int] = {}
 
     def network(self, address: str | None) -> int:
@@ -42,27 +40,16 @@ class Sources:
             key = cache[address] = network_key(address, self._v4, self._v6)
         return key
 
-    def _trusted(self, address: str) -> bool:
-        try:
-            ip = ipaddress.ip_address(address.strip().partition("%")[0])
-        except ValueError:
-            return False
-        return any(ip in proxy for proxy in self._proxies)
-
     def peer(self, client: tuple[str, int] | None) -> int:
         """The network of a connection's peer, or TRUSTED when it is a trusted proxy."""
         host = client[0] if client else None
-        if self._on and self._proxies and host and self._trusted(host):
+        if self._on and self._proxies and host and self._proxies.trusted(host):
             return TRUSTED
         return self.network(host)
 
     def forwarded(self, header: str | None) -> int:
         """The client's network from a trusted proxy's X-Forwarded-For (0 when it names none)."""
-        for item in reversed((header or "").split(",")):
-            address = item.strip()
-            if address and not self._trusted(address):
-                return self.network(address)
-        return 0
+        return self.network(self._proxies.forwarded(header))
 
     def of(self, client: tuple[str, int] | None, header: str | None) -> int:
         """The request's network, from its peer and (when the peer is trusted) its X-Forwarded-For."""

@@ -16,6 +16,7 @@ from adslot.console.web import (
     internal_error_page,
     security_headers,
 )
+from adslot.edge.clients import TrustedProxies
 from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.inventory.csv_import import MAX_CSV_BYTES
@@ -48,5 +49,9 @@ def build_console(environments: Mapping[str, Environment]) -> Litestar:
         debug=False,
         logging_config=None,  # logging stays adslot's (telemetry/logs.py)
     )
-    app.state.console = Console(environments, secure_cookies=production.base_url.startswith("https://"))
+    app.state.console = Console(
+        environments,
+        secure_cookies=production.base_url.startswith("https://"),
+        proxies=TrustedProxies(production.settings.trusted_proxies),
+    )
     return app

@@ -2,7 +2,8 @@
 
 A run of failed sign-ins locks the account for a while that doubles with each further failure, so a
 guessing attack gets a handful of tries an hour rather than thousands a second, whatever number of workers
-or nodes it spreads them over (the count is in the database, not in a process).
+or nodes it spreads them over (the count is in the database, not in a process); the client address's own
+count (sign_in_sources.py) stops one address from trying a few guesses on each of many accounts.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sqlalchemy as sa
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from adslot.console import sign_in_sources
 from adslot.console.roles import ROLES
 from adslot.errors import ApiError
 from adslot.storage.tables import console_sessions, console_users
@@ -131,8 +133,10 @@ class SignIn:
     user: User | None
     """The user signed in; None when refused."""
     locked_for: int = 0
-    """Seconds until another attempt will be considered, when the account is locked."""
+    """Seconds until another attempt will be considered, when the account or the address is locked."""
     failures: int = 0
+    source_failures: int = 0
+    """The address's failed sign-ins within the hour (sign_in_sources.py)."""
 
 
 def lock_seconds(failures: int) -> int:
@@ -142,15 +146,20 @@ def lock_seconds(failures: int) -> int:
     return int(min(FIRST_LOCK_SECONDS * 2 ** (failures - FREE_FAILURES), MAX_LOCK_SECONDS))
 
 
-def sign_in(conn: sa.Connection, email: str, password: str, now: int) -> SignIn:
-    """Check a sign-in in a write transaction: the failure count moves with the check, so concurrent
-    guesses on several workers cannot each get the free ones."""
+def sign_in(conn: sa.Connection, email: str, password: str, now: int, source: str = "unknown") -> SignIn:
+    """Check a sign-in from the client address `source` (sign_in_sources.source_of) in a write
+    transaction: the failure counts, the account's and the address's, move with the check, so concurrent
+    guesses on several workers cannot each get the free ones. A locked address is refused before any
+    password is checked."""
+    address_lock = sign_in_sources.locked_for(conn, source, now)
+    if address_lock:
+        return SignIn(None, locked_for=address_lock)
     row = _row(conn, email)
     if row is None or row["disabled_at"] is not None:
         _verify(DUMMY_HASH, password)
-        return SignIn(None)
+        return _failed(conn, source, now, 0, 0)
     if row["locked_until"] > now:
-        return SignIn(None, locked_for=row["locked_until"] - now, failures=row["failed_sign_ins"])
+        return _failed(conn, source, now, row["failed_sign_ins"], row["locked_until"] - now)
     if not _verify(row["password_hash"], password):
         failures = row["failed_sign_ins"] + 1
         conn.execute(
@@ -158,12 +167,18 @@ def sign_in(conn: sa.Connection, email: str, password: str, now: int) -> SignIn:
             .where(console_users.c.id == row["id"])
             .values(failed_sign_ins=failures, locked_until=now + lock_seconds(failures))
         )
-        return SignIn(None, locked_for=lock_seconds(failures), failures=failures)
+        return _failed(conn, source, now, failures, lock_seconds(failures))
     values: dict[str, object] = {"failed_sign_ins": 0, "locked_until": 0}
     if HASHER.check_needs_rehash(row["password_hash"]):
         values["password_hash"] = HASHER.hash(password)
     conn.execute(sa.update(console_users).where(console_users.c.id == row["id"]).values(**values))
     return SignIn(user_of(row))
+
+
+def _failed(conn: sa.Connection, source: str, now: int, failures: int, account_lock: int) -> SignIn:
+    counted = sign_in_sources.record_failure(conn, source, now)
+    locked_for = max(account_lock, counted.locked_for)
+    return SignIn(None, locked_for=locked_for, failures=failures, source_failures=counted.failures)
 
 
 def _verify(digest: str, password: str) -> bool:

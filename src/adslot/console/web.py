@@ -34,6 +34,7 @@ from adslot.console.charts import line_chart
 from adslot.console.forms import error_for, utc_input
 from adslot.console.roles import Role, allows
 from adslot.console.users import User
+from adslot.edge.clients import TrustedProxies, peer_of
 from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.fields import MAX_ID
@@ -101,6 +102,8 @@ class Console:
     mount: str = ROOT
     secure_cookies: bool = False
     """Secure on the cookies: behind HTTPS (the public URL is https), or when the request came over it."""
+    proxies: TrustedProxies = field(default_factory=lambda: TrustedProxies(()))
+    """ADSLOT_TRUSTED_PROXIES: whose X-Forwarded-For names the client (client_address)."""
     extras: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -117,6 +120,13 @@ class Console:
 def console_of(request: Request[Any, Any, Any]) -> Console:
     console: Console = request.app.state.console
     return console
+
+
+def client_address(request: Request[Any, Any, Any]) -> str | None:
+    """The client's address: the connection's peer or, from a trusted proxy, the one its X-Forwarded-For
+    names (edge/clients.py), as the invalid-traffic rules take it."""
+    forwarded = ", ".join(request.headers.getall("x-forwarded-for", [])) or None
+    return console_of(request).proxies.client(peer_of(request.scope), forwarded)
 
 
 def csrf_for(session_token: str) -> str:

@@ -309,6 +309,17 @@ console_users = sa.Table(
     sa.Column("locked_until", sa.BigInteger, nullable=False, server_default="0"),
 )
 
+console_sign_in_sources = sa.Table(
+    "console_sign_in_sources",
+    metadata,
+    # A client address (an IPv6 one by its /64) and its failed sign-ins, whatever the accounts tried
+    # (console.sign_in_sources): counted in the database, so that every worker and node sees them.
+    sa.Column("source", sa.String(64), primary_key=True),
+    sa.Column("failures", sa.Integer, nullable=False),
+    sa.Column("last_failed_at", sa.BigInteger, nullable=False, index=True),
+    sa.Column("locked_until", sa.BigInteger, nullable=False),
+)
+
 console_sessions = sa.Table(
     "console_sessions",
     metadata,

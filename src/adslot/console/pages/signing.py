@@ -13,10 +13,12 @@ from litestar.params import PathParameter
 from litestar.response import Redirect
 
 from adslot.console import sessions, users
+from adslot.console.sign_in_sources import source_of
 from adslot.console.web import (
     PRE_SESSION_COOKIE,
     ROOT,
     SIGN_IN,
+    client_address,
     console_of,
     cookie,
     current_user,
@@ -72,16 +74,18 @@ async def sign_in(request: Request[Any, Any, Any]) -> Response[Any]:
     password = str(form.get("password", ""))
     now = int(time.time())
     production = console_of(request).production
+    client = client_address(request)
+    source = source_of(client)
     outcome = await production.run_sync(
-        lambda c: users.sign_in(c, email, password, now), write=True, catalog=False
+        lambda c: users.sign_in(c, email, password, now, source), write=True, catalog=False
     )
-    client = request.client.host if request.client else "?"
     if outcome.user is None:
         log.warning(
-            "console sign-in failed for %r from %s (%d in a row%s)",
+            "console sign-in failed for %r from %s (%d in a row, %d from the address in the hour%s)",
             email,
-            client,
+            client or "?",
             outcome.failures,
+            outcome.source_failures,
             f", locked for {outcome.locked_for} s" if outcome.locked_for else "",
         )
         if outcome.locked_for:
@@ -96,7 +100,7 @@ async def sign_in(request: Request[Any, Any, Any]) -> Response[Any]:
     token = await production.run_sync(
         lambda c: sessions.start_session(c, user.id, now), write=True, catalog=False
     )
-    log.info("console sign-in: %s (%s) from %s", user.email, user.role, client)
+    log.info("console sign-in: %s (%s) from %s", user.email, user.role, client or "?")
     response = Redirect(_safe_next(str(form.get("next", ""))), status_code=303)
     response.cookies.append(session_cookie(request, token, sessions.LIFETIME_SECONDS))
     return response
