@@ -320,6 +320,14 @@ def test_changes_through_the_management_api_are_audited_under_the_keys_id(consol
 OUT_OF_RANGE = ["99999999999999999999", "-1", "1e3", "abc"]
 
 
+def _console_and_api(live: LiveServer) -> tuple[httpx.Client, str, httpx.Client]:
+    """The admin signed in to the console, their CSRF token, and the management API with an admin key."""
+    assert live.keys
+    http = signed_in(live, "admin")
+    token = csrf_of(http.get("/console/production/").text)
+    return http, token, httpx.Client(base_url=live.url, headers={"Ssp-Key": live.keys.production_admin})
+
+
 def _api_error(answer: httpx.Response) -> str:
     error = answer.json()["error"]
     return f"{error['message']} ({error['field']})"
@@ -329,10 +337,7 @@ def _api_error(answer: httpx.Response) -> str:
 def test_a_number_out_of_range_in_a_console_form_shows_the_apis_own_error_never_a_500(
     console_live: LiveServer, typed: str
 ) -> None:
-    assert console_live.keys
-    http = signed_in(console_live, "admin")
-    token = csrf_of(http.get("/console/production/campaigns/new").text)
-    api = httpx.Client(base_url=console_live.url, headers={"Ssp-Key": console_live.keys.production_admin})
+    http, token, api = _console_and_api(console_live)
     as_json = typed if typed != "abc" else '"abc"'
     before = rows(console_live, audit_log)
     for name in ("advertiser_id", "weight"):
@@ -345,10 +350,9 @@ def test_a_number_out_of_range_in_a_console_form_shows_the_apis_own_error_never_
         shown = http.post(
             "/console/production/campaigns/new", data={"csrf_token": token, **form, name: typed}
         )
-        body = '{"advertiser_id": 1, "name": "Bounds", "start_at": 1798761600, "end_at": 1798848000}'
-        body = body.replace('"advertiser_id": 1', f'"{name}": {as_json}, "advertiser_id": 1')
-        if name == "advertiser_id":
-            body = body.replace(', "advertiser_id": 1', "")
+        # The same value as JSON text, as a client of the API would send it.
+        fields = {"advertiser_id": "1", "name": '"Bounds"', "start_at": "1798761600", "end_at": "1798848000"}
+        body = "{" + ", ".join(f'"{k}": {v}' for k, v in (fields | {name: as_json}).items()) + "}"
         answered = api.post("/api/v1/campaigns", content=body, headers={"Content-Type": "application/json"})
         assert answered.status_code in (400, 422), answered.text
         # The form shown again, as every console form with an error is, with the API's very error.
@@ -361,10 +365,7 @@ def test_a_number_out_of_range_in_a_console_form_shows_the_apis_own_error_never_
 def test_an_id_out_of_range_in_a_console_path_answers_what_the_api_answers(
     console_live: LiveServer, typed: str
 ) -> None:
-    assert console_live.keys
-    http = signed_in(console_live, "admin")
-    token = csrf_of(http.get("/console/production/").text)
-    api = httpx.Client(base_url=console_live.url, headers={"Ssp-Key": console_live.keys.production_admin})
+    http, token, api = _console_and_api(console_live)
     expected = api.get(f"/api/v1/campaigns/{typed}").status_code
     assert expected in (400, 404)
     for path in (f"campaigns/{typed}", f"campaigns/{typed}/edit", f"demand/creatives/{typed}/preview"):
