@@ -19,6 +19,8 @@ import pytest
 from tests.conftest import play_time
 from tests.served import Server, served_setup
 
+pytestmark = pytest.mark.slow("subprocess")  # a real adslot serve, and curl
+
 BODY_TIMEOUT = 2.0
 SLOW_PATHS = [
     "/api/v1/ad/request",  # the hot lane

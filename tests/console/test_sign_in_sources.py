@@ -128,6 +128,7 @@ def console_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[L
         drop_schemas(schemas)
 
 
+@pytest.mark.slow("server")
 @pytest.mark.parametrize("console_server", [True], indirect=True)
 def test_behind_a_trusted_proxy_the_forwarded_address_is_throttled_and_another_is_not(
     console_server: LiveServer,
@@ -138,6 +139,7 @@ def test_behind_a_trusted_proxy_the_forwarded_address_is_throttled_and_another_i
     assert _signs_in(console_server, "203.0.113.6, 203.0.113.5") == 429  # the right-most untrusted counts
 
 
+@pytest.mark.slow("server")
 @pytest.mark.parametrize("console_server", [False], indirect=True)
 def test_without_trusted_proxies_a_forwarded_header_names_no_one_and_the_peer_is_throttled(
     console_server: LiveServer,
