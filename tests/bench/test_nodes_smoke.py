@@ -23,7 +23,7 @@ def test_quick_run_of_one_two_and_three_nodes_writes_a_complete_report(tmp_path:
     require_wrk()
     url = require_postgres()
     run_bench(
-        *("bench.nodes", "--quick", "--scenarios", "ad_request_json,impression"),
+        *("bench.nodes", "--quick", "--duration", "1", "--scenarios", "ad_request_json,impression"),
         *("--postgres", url, "--out", str(tmp_path)),
         timeout=1140,
     )
@@ -33,7 +33,7 @@ def test_quick_run_of_one_two_and_three_nodes_writes_a_complete_report(tmp_path:
     assert report["machine"]["command"].startswith("python -m bench.nodes --quick")
     assert report["status"] == "ran"
     config = report["config"]
-    assert config["nodes"] == [1, 2, 3] and config["rounds"] == 1 and config["duration_s"] == 2
+    assert config["nodes"] == [1, 2, 3] and config["rounds"] == 1 and config["duration_s"] == 1
     rows = report["rows"]
     assert [(r["scenario"], r["nodes"]) for r in rows] == [
         ("ad_request_json", 1),
