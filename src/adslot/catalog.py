@@ -20,7 +20,7 @@ from adslot.decision.model import Creative, ScreenProfile, VenueProfile
 from adslot.demand.creatives import CreativeStatus
 from adslot.demand.creatives_repository import creative_statuses
 from adslot.demand.partners import Partner
-from adslot.demand.repository import list_partners, partner_headers
+from adslot.demand.repository import active_partners
 from adslot.inventory.repository import screen_profiles, venue_profiles
 from adslot.storage.tables import environment_meta
 from adslot.vast.inline import InlineCreative
@@ -75,6 +75,7 @@ def load_catalog(conn: sa.Connection) -> Catalog:
     """The whole snapshot in a fixed number of queries, however many campaigns and venues there are."""
     version = current_version(conn)
     every_creative, active_creatives = all_creatives(conn)
+    partners, headers = active_partners(conn)
     return Catalog(
         version=version,
         keys=active_keys(conn),
@@ -82,8 +83,8 @@ def load_catalog(conn: sa.Connection) -> Catalog:
         screens=screen_profiles(conn),
         index=DecisionIndex.build(live_campaigns(conn, active_creatives)),
         creatives=every_creative,
-        partners=tuple(list_partners(conn, status="active")),
-        partner_headers=partner_headers(conn),
+        partners=partners,
+        partner_headers=headers,
         demand_creatives=creative_statuses(conn),
     )
 

@@ -17,10 +17,10 @@ from alembic import command
 
 from adslot.demand.partners import PartnerIn, PartnerPatch, checked_endpoint
 from adslot.demand.repository import (
+    active_partners,
     create_partner,
     get_partner,
     list_partners,
-    partner_headers,
     remove_partner,
     set_status,
     update_partner,
@@ -257,7 +257,7 @@ def test_migration_0016_moves_credentials_out_of_endpoints_into_the_header_aioht
         command.upgrade(config, "0016")
         with engine.begin() as conn:
             partners = {p.name: p for p in list_partners(conn)}
-            headers = partner_headers(conn)
+            _, headers = active_partners(conn)
         assert partners["creds"].endpoint == "https://bid.example:8443/rtb?from=a@b"
         assert partners["user-only"].endpoint == "http://bid.example/rtb"
         assert partners["plain"].endpoint == old["plain"]
