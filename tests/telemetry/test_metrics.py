@@ -14,7 +14,9 @@ import pytest
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from adslot.demand.caller import PartnerCaller
 from adslot.settings import SettingsError, load_settings
+from adslot.telemetry import metrics
 from adslot.telemetry.metrics import LATENCY_BOUNDS, AdRequestMeter, Meters, Tally
 from adslot.vast.wrapper import build_wrapper
 from tests.conftest import PROD_VENUE, LiveServer, drop_schemas, play_time, start_server
@@ -157,6 +159,21 @@ def test_a_flushed_tally_matches_prometheus_clients_own_histogram() -> None:
     assert {k: v for k, v in mine.items() if k[0] != "h_created"} == {
         k: v for k, v in reference_samples.items() if k[0] != "h_created"
     }
+
+
+def test_a_second_demand_caller_of_one_environment_adds_its_counts_without_a_negative_increment() -> None:
+    """Two apps in one process serving one environment name each count their partners from zero: the
+    second's smaller counts are added to the first's, not subtracted (a Counter refuses that at flush)."""
+    environment = "metrics-two-callers"
+    labels = {"environment": environment, "partner": "dsp", "outcome": "bid"}
+    first, second = PartnerCaller(), PartnerCaller()
+    metrics.set_demand(environment, first, {"dsp": ({"bid": 5}, False)})
+    metrics.flush()
+    metrics.set_demand(environment, second, {"dsp": ({"bid": 2}, False)})
+    metrics.flush()
+    metrics.set_demand(environment, first, {"dsp": ({"bid": 6}, False)})
+    metrics.flush()
+    assert value(parse(metrics.render().decode()), "adslot_demand_requests_total", **labels) == 8
 
 
 def test_an_unknown_event_label_is_folded_into_other() -> None:

@@ -81,7 +81,8 @@ class OpsApp:
         for env in self._environments.values():
             catalog = env.catalog
             metrics.set_gauges(env.name, env.writer.depth(), 0 if catalog is None else catalog.version)
-            metrics.set_demand(env.name, env.exchange.caller.outcome_counts())
+            caller = env.exchange.caller
+            metrics.set_demand(env.name, caller, caller.outcome_counts())
         metrics.flush()
 
     async def _flush_every_second(self) -> None:

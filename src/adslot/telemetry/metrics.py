@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import weakref
 from bisect import bisect_left
 from pathlib import Path
 from time import perf_counter
@@ -254,10 +255,14 @@ _meters: dict[str, Meters] = {}
 _flushed_pops: dict[tuple[str, str, str], int] = {}
 _gauges: dict[str, tuple[int, int]] = {}
 """Per environment: (queue depth, catalog version), as last sampled (ops/app.py)."""
-_demand: dict[str, dict[str, tuple[dict[str, int], bool]]] = {}
-"""Per environment and partner: (outcome counts since the process started, breaker not closed), as last
-sampled (ops/app.py, from the exchange's caller)."""
-_flushed_demand: dict[tuple[str, str, str], int] = {}
+DemandCounts = dict[str, tuple[dict[str, int], bool]]
+"""Per partner: (outcome counts since its source was made, breaker not closed)."""
+_demand: weakref.WeakKeyDictionary[object, tuple[str, DemandCounts]] = weakref.WeakKeyDictionary()
+"""Per source (an environment's demand caller): its environment and its counts as last sampled (ops/app.py).
+Each source counts from zero, and several may share an environment's name (every app of a process that
+serves it: the tests run several), so what was flushed is remembered per source, never per name: a new
+source's smaller counts would otherwise make a negative increment, which a Counter refuses."""
+_flushed_demand: weakref.WeakKeyDictionary[object, dict[tuple[str, str], int]] = weakref.WeakKeyDictionary()
 _flush_lock = threading.Lock()
 
 
@@ -281,9 +286,11 @@ def set_gauges(environment: str, queue_depth: int, catalog_version: int) -> None
     _gauges[environment] = (queue_depth, catalog_version)
 
 
-def set_demand(environment: str, partners: dict[str, tuple[dict[str, int], bool]]) -> None:
-    """Sample each demand partner's outcome counts and breaker, published at the next flush."""
-    _demand[environment] = partners
+def set_demand(environment: str, source: object, partners: DemandCounts) -> None:
+    """Sample each demand partner's outcome counts and breaker as `source` (the caller that counts them)
+    sees them, published at the next flush."""
+    with _flush_lock:
+        _demand[source] = (environment, partners)
 
 
 def flush() -> None:
@@ -310,15 +317,15 @@ def flush() -> None:
         for name, (depth, version) in _gauges.items():
             QUEUE_DEPTH.labels(name).set(depth)
             CATALOG_VERSION.labels(name).set(version)
-        for name, partners in _demand.items():
+        for source, (name, partners) in list(_demand.items()):
+            flushed = _flushed_demand.setdefault(source, {})
             for partner, (counts, tripped) in partners.items():
                 DEMAND_BREAKER.labels(name, partner).set(1 if tripped else 0)
                 for outcome, count in counts.items():
-                    key = (name, partner, outcome)
-                    delta = count - _flushed_demand.get(key, 0)
+                    delta = count - flushed.get((partner, outcome), 0)
                     if delta:
                         DEMAND_REQUESTS.labels(name, partner, outcome).inc(delta)
-                        _flushed_demand[key] = count
+                        flushed[partner, outcome] = count
 
 
 def render() -> bytes:
