@@ -46,6 +46,7 @@ from adslot.api.proof_of_play import LAYERS, handle_event, handle_inline_vast, r
 from adslot.api.reply import NO_STORE, Reply, error_reply, json_reply
 from adslot.api.sources import sources_for
 from adslot.auth.keys import SCOPE_AD_REQUEST
+from adslot.edge.clients import connection_of
 from adslot.errors import ApiError
 from adslot.ids import parse_uuid
 from adslot.vast.urls import EVENTS, QUARTILE_EVENTS
@@ -311,10 +312,10 @@ async def _fired(
 
 
 def source_of(request: Request[Any, Any, Any]) -> int:
-    """The client's network (api/sources.py), as the hot lane finds it."""
-    client = request.client
+    """The client's network (api/sources.py), as the hot lane finds it: from the connection's own peer
+    (not `request.client`, which uvicorn rewrites from a loopback peer's X-Forwarded-For)."""
     return sources_for(env_of(request).settings).of(
-        (client.host, client.port) if client else None, request.headers.get("x-forwarded-for")
+        connection_of(request.scope), request.headers.get("x-forwarded-for")
     )
 
 

@@ -3,7 +3,9 @@
 The client is the TCP peer, unless the peer is one of those proxies: then it is the right-most address of
 X-Forwarded-For that is not a trusted proxy itself (each proxy appends the address it received from, so
 that one was written by a proxy adslot trusts; anything left of it the client may have forged). The
-invalid-traffic rules (api/sources.py) and the console's sign-in throttle take the client from here.
+invalid-traffic rules (api/sources.py, on either lane) and the console's sign-in throttle take the client
+from here, never from uvicorn's `client`, which its proxy-headers middleware rewrites from any loopback
+peer's X-Forwarded-For (FORWARDED_ALLOW_IPS).
 """
 
 from __future__ import annotations
@@ -47,7 +49,13 @@ class TrustedProxies:
         return peer
 
 
+def connection_of(scope: Any) -> tuple[str, int] | None:
+    """The connection's own peer (host, port) of an ASGI request, whatever uvicorn's middleware made of it."""
+    peer: tuple[str, int] | None = scope.get(PEER) or scope.get("client")
+    return peer
+
+
 def peer_of(scope: Any) -> str | None:
-    """The connection's own peer address of an ASGI request, whatever uvicorn's middleware made of it."""
-    peer = scope.get(PEER) or scope.get("client")
+    """The connection's own peer address of an ASGI request."""
+    peer = connection_of(scope)
     return str(peer[0]) if peer else None
