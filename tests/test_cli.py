@@ -313,6 +313,45 @@ def test_the_cli_refuses_bad_inventory_input_with_the_api_codes_and_exit_status_
     assert expected in run(*args, ok=False)
 
 
+@pytest.mark.parametrize(
+    ("args", "name"),
+    [
+        (("keys", "revoke", "2147483648"), "'KEY_ID'"),
+        (("campaigns", "update", "2147483648", "--name", "x"), "'CAMPAIGN_ID'"),
+        (("campaigns", "set-status", "0", "paused"), "'CAMPAIGN_ID'"),
+        (
+            (
+                "campaigns",
+                "add",
+                "--advertiser-id",
+                "99999999999",
+                "--name",
+                "x",
+                "--start-at",
+                "1",
+                "--end-at",
+                "2",
+            ),
+            "'--advertiser-id'",
+        ),
+        (
+            ("campaigns", "update-creative", "--campaign-id", "1", "--creative-id", "2147483648"),
+            "'--creative-id'",
+        ),
+    ],
+)
+def test_an_id_beyond_the_apis_range_is_a_usage_error_naming_its_option(  # type: ignore[no-untyped-def]
+    run, args: tuple[str, ...], name: str
+) -> None:
+    """PostgreSQL's ids are 32-bit: a larger one would reach it as an out-of-range error (a traceback)."""
+    output = run(*args, ok=False)
+    assert f"Invalid value for {name}" in output and "1<=x<=2147483647" in output, output
+
+
+def test_the_largest_id_reaches_the_database_and_names_nothing(run) -> None:  # type: ignore[no-untyped-def]
+    assert "no active key with id 2147483647" in run("keys", "revoke", "2147483647", ok=False, exit_code=1)
+
+
 def test_venues_import_a_csv_file_all_or_nothing(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     good = tmp_path / "good.csv"
     good.write_text("venue_id,name,country,screen_id,width\nhall,Hall,de,s1,1920\nhall,,,s2,1080\n")

@@ -26,6 +26,7 @@ from adslot.demand import repository as demand_repo
 from adslot.demand.partners import PartnerIn, PartnerPatch
 from adslot.environment import prepare_database
 from adslot.errors import ApiError, invalid_value
+from adslot.fields import MAX_ID
 from adslot.inventory import repository as inventory_repo
 from adslot.inventory.csv_import import import_venues
 from adslot.inventory.schemas import ScreenIn, ScreenPatch, VenueIn, VenuePatch
@@ -48,6 +49,9 @@ ENV_OPTION = click.option(
     show_default=True,
     help="Which environment's database to act on.",
 )
+ID = click.IntRange(1, MAX_ID)
+"""Every row id the CLI takes: a larger one names nothing (fields.MAX_ID), and the database would refuse it
+with an error rather than find no row."""
 
 
 def _echo(value: Any) -> None:
@@ -263,7 +267,7 @@ def keys_list(env_name: str) -> None:
 
 @keys.command("revoke")
 @ENV_OPTION
-@click.argument("key_id", type=int)
+@click.argument("key_id", type=ID)
 def keys_revoke(env_name: str, key_id: int) -> None:
     """Revoke a key by id; running servers stop accepting it within a second."""
     if not run_on(
@@ -403,7 +407,7 @@ RULE_OPTIONS = _options(
 
 @campaigns.command("add")
 @ENV_OPTION
-@click.option("--advertiser-id", type=int, required=True)
+@click.option("--advertiser-id", type=ID, required=True)
 @click.option("--name", required=True)
 @click.option("--start-at", type=int, required=True, help="UTC epoch seconds")
 @click.option("--end-at", type=int, required=True, help="UTC epoch seconds")
@@ -418,7 +422,7 @@ def campaigns_add(env_name: str, venue_ids: tuple[str, ...], **fields: Any) -> N
 
 @campaigns.command("update")
 @ENV_OPTION
-@click.argument("campaign_id", type=int)
+@click.argument("campaign_id", type=ID)
 @click.option("--name")
 @click.option("--status", type=click.Choice(["active", "paused", "archived"]))
 @click.option("--start-at", type=int, help="UTC epoch seconds")
@@ -438,7 +442,7 @@ def campaigns_update(
 
 @campaigns.command("set-status")
 @ENV_OPTION
-@click.argument("campaign_id", type=int)
+@click.argument("campaign_id", type=ID)
 @click.argument("status", type=click.Choice(["active", "paused", "archived"]))
 def campaigns_set_status(env_name: str, campaign_id: int, status: str) -> None:
     patch = CampaignPatch(status=status)  # type: ignore[arg-type]
@@ -453,7 +457,7 @@ def campaigns_list(env_name: str) -> None:
 
 @campaigns.command("add-creative")
 @ENV_OPTION
-@click.option("--campaign-id", type=int, required=True)
+@click.option("--campaign-id", type=ID, required=True)
 @click.option("--name", required=True)
 @click.option("--media-url", required=True)
 @click.option("--mime-type", default="video/mp4", show_default=True)
@@ -480,8 +484,8 @@ def campaigns_add_creative(env_name: str, campaign_id: int, media_file: Path | N
 
 @campaigns.command("update-creative")
 @ENV_OPTION
-@click.option("--campaign-id", type=int, required=True)
-@click.option("--creative-id", type=int, required=True)
+@click.option("--campaign-id", type=ID, required=True)
+@click.option("--creative-id", type=ID, required=True)
 @click.option("--name")
 @click.option("--status", type=click.Choice(["active", "paused"]))
 @click.option("--weight", type=int)
