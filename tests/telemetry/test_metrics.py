@@ -218,12 +218,14 @@ def test_counting_an_answer_costs_under_a_tenth_of_building_the_answer_it_counts
 
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """An SQLite server whose metrics take a token and only 127.0.0.2 (loopback aliases a /8 on Linux)."""
+    """An SQLite server whose metrics take a token and only 127.0.0.2 (loopback aliases a /8 on Linux),
+    behind a trusted proxy at 127.0.0.3."""
     server, schemas = start_server(
         tmp_path_factory.mktemp("guarded"),
         "sqlite",
         ADSLOT_METRICS_TOKEN="s3cret-token-0123456789",
         ADSLOT_METRICS_ALLOW="127.0.0.2/32",
+        ADSLOT_TRUSTED_PROXIES="127.0.0.3",
     )
     yield server
     server.stop()
@@ -260,6 +262,29 @@ def test_metrics_refuse_other_networks_with_403_and_missing_tokens_with_401(guar
     # Neither health endpoint is guarded: load balancers probe them from anywhere.
     with httpx.Client(timeout=30) as loopback:
         assert loopback.get(f"{host(guarded)}/healthz").status_code == 200
+
+
+def test_metrics_take_the_client_from_x_forwarded_for_only_behind_a_trusted_proxy(
+    guarded: LiveServer,
+) -> None:
+    """The address check follows ADSLOT_TRUSTED_PROXIES, as the rest of adslot does (not uvicorn's
+    FORWARDED_ALLOW_IPS, which trusts any 127.0.0.1 peer's header): a header from another peer names no
+    one, and its request, forwarded by a proxy adslot does not know, is refused whatever its peer."""
+    url = f"{host(guarded)}/metrics"
+    token = {"Authorization": "Bearer s3cret-token-0123456789"}
+
+    def status(local: str, forwarded: str | None) -> int:
+        headers = token if forwarded is None else {**token, "X-Forwarded-For": forwarded}
+        transport = httpx.HTTPTransport(local_address=local)
+        with httpx.Client(timeout=30, transport=transport) as client:
+            return client.get(url, headers=headers).status_code
+
+    assert status("127.0.0.1", "127.0.0.2") == 403  # uvicorn would let this peer name the allowed address
+    assert status("127.0.0.2", "127.0.0.2") == 403  # an allowed peer, forwarding for an unknown proxy
+    assert status("127.0.0.3", "10.1.1.1, 127.0.0.2") == 200  # the trusted proxy's client: allowed
+    assert status("127.0.0.3", "127.0.0.2, 10.1.1.1") == 403  # the client it names is 10.1.1.1
+    assert status("127.0.0.3", None) == 403  # the proxy itself is not an allowed client
+    assert status("127.0.0.2", None) == 200
 
 
 def test_metrics_settings_are_validated() -> None:

@@ -54,8 +54,8 @@ from adslot.api.hot_paths import (
 )
 from adslot.api.proof_of_play import Pending
 from adslot.api.reply import NO_STORE, Reply, error_reply, failure_reply
-from adslot.api.sources import TRUSTED, forwarded_for, sources_for
-from adslot.edge.clients import PEER
+from adslot.api.sources import TRUSTED, sources_for
+from adslot.edge.clients import PEER, forwarded_for
 from adslot.edge.headers import EdgeHeaders
 from adslot.edge.request_ids import REQUEST_ID, new_request_id
 from adslot.environment import Environment

@@ -8,8 +8,6 @@ costs a dict lookup at most. With neither network rule switched on, every reques
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from adslot.edge.clients import TrustedProxies
 from adslot.ledger.ivt import network_key
 from adslot.settings import Settings
@@ -55,12 +53,6 @@ class Sources:
         """The request's network, from its peer and (when the peer is trusted) its X-Forwarded-For."""
         source = self.peer(client)
         return self.forwarded(header) if source == TRUSTED else source
-
-
-def forwarded_for(headers: Sequence[tuple[bytes, bytes]]) -> str | None:
-    """The raw X-Forwarded-For header of a request (its fields joined, as RFC 9110 5.3 allows)."""
-    values = [value.decode("latin-1") for name, value in headers if name == b"x-forwarded-for"]
-    return ", ".join(values) if values else None
 
 
 _by_settings: dict[int, tuple[Settings, Sources]] = {}

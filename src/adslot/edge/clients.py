@@ -11,7 +11,7 @@ peer's X-Forwarded-For (FORWARDED_ALLOW_IPS).
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 PEER = "adslot.peer"
@@ -47,6 +47,12 @@ class TrustedProxies:
         if peer and self._networks and self.trusted(peer):
             return self.forwarded(header) or peer
         return peer
+
+
+def forwarded_for(headers: Sequence[tuple[bytes, bytes]]) -> str | None:
+    """The raw X-Forwarded-For header of a request (its fields joined, as RFC 9110 5.3 allows)."""
+    values = [value.decode("latin-1") for name, value in headers if name == b"x-forwarded-for"]
+    return ", ".join(values) if values else None
 
 
 def connection_of(scope: Any) -> tuple[str, int] | None:

@@ -2,7 +2,8 @@
 
 None takes an API key and none is a player path (no CORS, no rate limit). /healthz answers at once without
 I/O: the process serves. /readyz runs the checks of ops/health.py. /metrics is for the operator's scraper
-only: the client must be in ADSLOT_METRICS_ALLOW (loopback by default: 403 otherwise) and, when
+only: the client (the peer, or what a proxy of ADSLOT_TRUSTED_PROXIES forwards; a request another proxy
+forwarded has none) must be in ADSLOT_METRICS_ALLOW (loopback by default: 403 otherwise) and, when
 ADSLOT_METRICS_TOKEN is set, send `Authorization: Bearer <token>` (401 otherwise).
 
 It also runs this worker's metrics flush (telemetry/metrics.py): once a second, at shutdown and before
@@ -23,6 +24,7 @@ import anyio.to_thread
 import msgspec
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from adslot.edge.clients import TrustedProxies, forwarded_for, peer_of
 from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.ops.health import Readiness
@@ -58,6 +60,7 @@ class OpsApp:
     def __init__(self, settings: Settings, environments: Mapping[str, Environment]) -> None:
         self._environments = environments
         self._allow = tuple(ipaddress.ip_network(network) for network in settings.metrics_allow)
+        self._proxies = TrustedProxies(settings.trusted_proxies)
         self._token = None if settings.metrics_token is None else settings.metrics_token.encode("ascii")
         self._readiness = Readiness(environments)
         self._healthy = _json({"status": "ok", "worker_pid": os.getpid()})
@@ -116,8 +119,7 @@ class OpsApp:
 
     def _refusal(self, scope: Scope) -> tuple[int, bytes, list[tuple[bytes, bytes]]] | None:
         """Why this client may not read /metrics (status, body, headers), or None."""
-        client = scope.get("client")
-        if not self._allowed(client[0] if client else None):
+        if not self._allowed(self._client(scope)):
             return 403, _error(403, "forbidden_network", "metrics are not served to this network"), []
         if self._token is None:
             return None
@@ -133,6 +135,14 @@ class OpsApp:
         code = "missing_token" if sent is None else "invalid_token"
         challenge = (b"www-authenticate", b'Bearer realm="adslot metrics"')
         return 401, _error(401, code, message, "Authorization"), [challenge]
+
+    def _client(self, scope: Scope) -> str | None:
+        """The client by ADSLOT_TRUSTED_PROXIES' rule (edge/clients.py), or None (refused) for a request that
+        a proxy adslot does not trust forwarded: its client is unknown, and a scraper sends no such header."""
+        peer, header = peer_of(scope), forwarded_for(scope["headers"])
+        if header is not None and not (peer and self._proxies.trusted(peer)):
+            return None
+        return self._proxies.client(peer, header)
 
     def _allowed(self, host: str | None) -> bool:
         if host is None:
