@@ -11,6 +11,8 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
+from adslot.api.json_body import decode_json
+from adslot.errors import ApiError
 from adslot.storage.database import make_engine
 from adslot.storage.tables import ad_requests
 from tests.conftest import LiveServer, drop_schemas, start_server
@@ -148,3 +150,10 @@ def test_a_body_nested_a_few_levels_is_read_as_before(live: LiveServer, http: ht
         % (venue_of("production").encode(), int(time.time()) + 120, nested(30, "array")),
     )
     assert answer.status_code == 200, answer.text
+
+
+@pytest.mark.parametrize("raw", [b'{"play_time": 1e999}', b'{"x": -1e400}', b"[1e309]"])
+def test_a_number_past_a_floats_range_is_invalid_json_not_a_500(raw: bytes) -> None:
+    with pytest.raises(ApiError) as refused:
+        decode_json(raw)
+    assert (refused.value.status, refused.value.code, refused.value.field) == (400, "invalid_json", "body")

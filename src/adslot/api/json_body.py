@@ -18,12 +18,15 @@ TOO_DEEP = "nesting_too_deep"
 
 
 def decode_json(raw: bytes, decoder: msgspec.json.Decoder[Any] | None = None) -> Any:
-    """`raw` decoded (typed by `decoder`, or as plain JSON); msgspec.ValidationError passes through for the
-    caller to name its field."""
+    """`raw` decoded (typed by `decoder`, or as plain JSON); a typed decoder's msgspec.ValidationError passes
+    through for the caller to name its field. Plain JSON fails validation only where the text itself is out
+    of what JSON decodes to (a number past a float's range): that is invalid JSON."""
     try:
         return msgspec.json.decode(raw) if decoder is None else decoder.decode(raw)
-    except msgspec.ValidationError:
-        raise
+    except msgspec.ValidationError as exc:
+        if decoder is not None:
+            raise
+        raise ApiError(400, "invalid_json", f"the body is not valid JSON: {exc}", "body") from None
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # msgspec raises the latter on invalid UTF-8
         raise ApiError(400, "invalid_json", f"the body is not valid JSON: {exc}", "body") from None
     except RecursionError:
