@@ -302,6 +302,8 @@ def pop_delta(before: dict[str, int] | None, after: dict[str, int] | None) -> di
 
 T = TypeVar("T")
 
+BARE = "bare"
+"""The bare ASGI app's target: it fires on the first adslot server's lists."""
 TOP_UP_MARGIN = 1.5
 """How many times the uuids a pixel run needs at its server's fastest rate so far a list must still hold."""
 TOP_UP_MINTS = 3
@@ -413,10 +415,13 @@ class Bench:
 
         A list minted for all of a scenario's runs is sized by how fast the mint went (MINT_FACTOR): a mint
         slowed by another load on the machine makes a list that the later runs, going at full speed, outrun
-        into duplicates. The rate already measured on this server says what the next run needs."""
+        into duplicates. The rate already measured on this server says what the next run needs.
+
+        The bare app is never topped up: it answers any uuid, and the list it fires on is an adslot server's,
+        which fresh uuids minted on the bare app would replace with ones that server never issued."""
         where = (target.name, scenario.uuid_set)
         rate = self.fastest.get(where)
-        if rate is None:
+        if rate is None or target.name == BARE:
             return  # the first run: the mint's own sizing covers it with room for every later run
         path = Path(target.script_args["uuids"])
         per = scenario.requests_per_uuid
@@ -698,7 +703,7 @@ class Bench:
                 print(f"[{backend}] {servers}, bare app on {bare.url}, {workers} worker(s) each", flush=True)
                 files: dict[str, dict[str, Path]] = {name: {} for name in names.values()}
                 common = {"venue": VENUE_ID, "screen": SCREEN_ID}
-                targets = [Target("bare", bare, {**common, "key": "unused"})] + [
+                targets = [Target(BARE, bare, {**common, "key": "unused"})] + [
                     Target(names[size], adslots[size], {**common, "key": keys[size]}) for size in sizes
                 ]
                 for target in targets:
@@ -707,7 +712,7 @@ class Bench:
                     for size in sizes:
                         self.probe_programmatic(labels[size], adslots[size].url, keys[size], self.bidder)
                 # Whose uuid lists each target fires on: its own; the bare app (it answers any) the first's.
-                files["bare"] = files[names[sizes[0]]]
+                files[BARE] = files[names[sizes[0]]]
 
                 def with_lists(scenario: Scenario) -> list[Target]:
                     """The targets with the lists `scenario` uses, each adslot server's made on its first

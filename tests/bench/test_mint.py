@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bench.runner import Bench, Target, parse_args
+from bench.runner import BARE, Bench, Target, parse_args
 from bench.scenarios import Scenario, select
 from bench.servers import PLAY_LEAD_SECONDS, Server, mint_ad_requests
 
@@ -90,14 +90,16 @@ def test_a_pixel_list_is_fired_latest_first_across_wrks_threads(
     assert times[0] > times[-1]
 
 
-def _bench_on(url: str, uuids: Path, offset: int, fastest: float | None) -> tuple[Bench, Target, Scenario]:
+def _bench_on(
+    url: str, uuids: Path, offset: int, fastest: float | None, name: str = "adslot"
+) -> tuple[Bench, Target, Scenario]:
     """A Bench whose impression runs on `url`'s list `uuids`, fired up to `offset`, at `fastest` req/s."""
     bench = Bench(parse_args(["--connections", "4", "--threads", "1"]), require_wrk())
-    target = Target("adslot", Server("adslot", url, None, uuids), {"key": "key", "uuids": str(uuids)})  # type: ignore[arg-type]
+    target = Target(name, Server(name, url, None, uuids), {"key": "key", "uuids": str(uuids)})  # type: ignore[arg-type]
     impression = select(["impression"])[0]
-    bench.offsets[("adslot", impression.uuid_set)] = offset
+    bench.offsets[(name, impression.uuid_set)] = offset
     if fastest is not None:
-        bench.fastest[("adslot", impression.uuid_set)] = fastest
+        bench.fastest[(name, impression.uuid_set)] = fastest
     return bench, target, impression
 
 
@@ -130,3 +132,14 @@ def test_a_list_long_enough_for_the_next_run_is_left_as_it_is(fastest: float | N
     bench, target, impression = _bench_on("http://127.0.0.1:9", path, offset=4, fastest=fastest)
     bench.top_up(target, impression, duration=1)
     assert path.read_text().split() == old and bench.offsets[("adslot", impression.uuid_set)] == 4
+
+
+def test_the_bare_apps_runs_never_replace_the_adslot_servers_list_they_share(tmp_path: Path) -> None:
+    """The bare app fires on an adslot server's list; uuids minted on the bare app would be unknown to that
+    server, whose next runs would answer them 404."""
+    old = [str(uuid7()) for _ in range(10)]
+    path = tmp_path / "uuids.txt"
+    path.write_text("\n".join(old) + "\n")
+    bench, target, impression = _bench_on("http://127.0.0.1:9", path, offset=8, fastest=10_000.0, name=BARE)
+    bench.top_up(target, impression, duration=1)
+    assert path.read_text().split() == old and bench.offsets[(BARE, impression.uuid_set)] == 8
