@@ -235,7 +235,7 @@ def test_each_campaign_page_shows_its_whole_flights_figures_as_the_api_sums_them
             assert number(shown.value(range="flight", figure=name)) == totals[name], (campaign["name"], name)
         (goal,) = shown.where(goal="lifetime-plays")
         assert float(goal["data-delivered"]) == totals["plays"]
-        assert goal["text"].startswith(f"lifetime plays: {totals['plays']:,} of "), goal["text"]  # whole plays
+        assert goal["text"].startswith(f"lifetime plays: {totals['plays']:,} of "), goal["text"]
         (daily,) = shown.where(goal="daily-impressions")
         today = api(console_live, "production", *kolkata_day(), campaign_id=campaign["id"])
         assert float(daily["data-delivered"]) == today["totals"]["impressions"]

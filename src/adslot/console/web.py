@@ -78,6 +78,15 @@ SECURITY_HEADERS = {
 }
 
 
+def figure(value: float | None, decimals: int = 1) -> str:
+    """A count or an amount as the console's figures read: thousands separated; counts whole."""
+    if value is None:
+        return "—"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.{decimals}f}"
+
+
 def _date(epoch: int | None) -> str:
     if epoch is None:
         return "—"
@@ -85,6 +94,7 @@ def _date(epoch: int | None) -> str:
 
 
 TEMPLATES.filters["when"] = _date
+TEMPLATES.filters["figure"] = figure
 TEMPLATES.filters["utc_input"] = utc_input
 TEMPLATES.globals["error_for"] = error_for
 TEMPLATES.globals["line_chart"] = line_chart
