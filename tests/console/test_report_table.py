@@ -123,3 +123,10 @@ def test_an_hourly_chart_has_every_local_hour_of_the_range_even_at_a_half_hour_o
 def test_an_ungrouped_or_empty_report_has_no_chart() -> None:
     assert report_table.chart(report([], [DeliveryRow(**FIGURES)]), {}) is None
     assert report_table.chart(report(["campaign"], []), {}) is None
+
+
+def test_a_figure_reads_with_thousands_separated_and_counts_whole() -> None:
+    figure = report_table.figure
+    assert figure(1004) == "1,004" and figure(-1004) == "-1,004"
+    assert figure(2016.0) == "2,016.0" and figure(12.345, 2) == "12.35"
+    assert figure(None) == "—"

@@ -11,7 +11,7 @@ from litestar.params import PathParameter
 from litestar.testing import TestClient
 
 from adslot.console.app import build_console
-from adslot.console.web import ROOT, SECURITY_HEADERS, figure
+from adslot.console.web import ROOT, SECURITY_HEADERS
 from adslot.inventory.csv_import import MAX_CSV_BYTES
 from tests.conftest import LiveServer
 from tests.console.conftest import ROLE_EMAILS, csrf_of, signed_in
@@ -70,9 +70,3 @@ def test_a_console_page_that_fails_answers_500_with_the_security_headers_and_no_
     assert answer.status_code == 500 and "Something went wrong" in answer.text
     for name, value in SECURITY_HEADERS.items():
         assert answer.headers.get(name) == value, name
-
-
-def test_a_figure_reads_with_thousands_separated_and_counts_whole() -> None:
-    assert figure(1004) == "1,004" and figure(-1004) == "-1,004"
-    assert figure(2016.0) == "2,016.0" and figure(12.345, 2) == "12.35"
-    assert figure(None) == "—"

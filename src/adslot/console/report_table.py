@@ -85,7 +85,7 @@ def cell(row: DeliveryRow, key: str, names: Mapping[int, str]) -> str:
         return f"{invalid_total(row):,}"
     value: Any = getattr(row, key, None)
     if value is None or isinstance(value, msgspec.UnsetType):
-        return "—"
+        return figure(None)
     if key == "campaign_id":
         return "Programmatic" if value == "programmatic" else names.get(value, f"Campaign {value}")
     if key == "creative_id" and value == "programmatic":
@@ -94,11 +94,18 @@ def cell(row: DeliveryRow, key: str, names: Mapping[int, str]) -> str:
         return _hour(value)
     if key.endswith("_rate"):
         return f"{value * 100:.1f}"
-    if key == "impressions":
-        return f"{value:,.1f}"
-    if isinstance(value, int) and key not in DIMENSIONS:
-        return f"{value:,}"
+    if key == "impressions" or (isinstance(value, int) and key not in DIMENSIONS):
+        return figure(value)
     return str(value)
+
+
+def figure(value: float | None, decimals: int = 1) -> str:
+    """A count or an amount as the console's figures read: thousands separated; counts whole."""
+    if value is None:
+        return "—"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.{decimals}f}"
 
 
 def _time_label(key: str, at: dt.datetime) -> str:

@@ -32,6 +32,7 @@ from adslot import audit
 from adslot.console import sessions
 from adslot.console.charts import line_chart
 from adslot.console.forms import error_for, utc_input
+from adslot.console.report_table import figure
 from adslot.console.roles import Role, allows
 from adslot.console.users import User
 from adslot.edge.clients import TrustedProxies, peer_of
@@ -76,15 +77,6 @@ SECURITY_HEADERS = {
     "x-content-type-options": "nosniff",
     "referrer-policy": "same-origin",
 }
-
-
-def figure(value: float | None, decimals: int = 1) -> str:
-    """A count or an amount as the console's figures read: thousands separated; counts whole."""
-    if value is None:
-        return "—"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return f"{value:,.{decimals}f}"
 
 
 def _date(epoch: int | None) -> str:
