@@ -29,19 +29,30 @@ def users_group() -> None:
 @users_group.command("create")
 @click.option("--email", required=True)
 @click.option("--role", required=True, type=click.Choice(ROLES))
+@click.option(
+    "--advertiser",
+    "advertiser_ids",
+    type=click.IntRange(1),
+    multiple=True,
+    help="An advertiser user's advertiser (production's id); repeat for several.",
+)
 @click.option("--password-stdin", is_flag=True, help="Read the password from standard input's first line.")
-def users_create(email: str, role: str, password_stdin: bool) -> None:
+def users_create(email: str, role: str, advertiser_ids: tuple[int, ...], password_stdin: bool) -> None:
     """Create a console user; the password is asked for (twice) unless given on standard input."""
     password = _password(password_stdin)
     user = run_on(
         "production",
         audit.audited(
-            cli_actor(), "user.create", f"user {email}", lambda c: users.create_user(c, email, role, password)
+            cli_actor(),
+            "user.create",
+            f"user {email}",
+            lambda c: users.create_user(c, email, role, password, list(advertiser_ids)),
         ),
         write=True,
         catalog=False,
     )
-    click.echo(f"user {user.email} ({user.role}) created; sign in at /console")
+    bound = f" of advertiser(s) {', '.join(map(str, user.advertiser_ids))}" if user.advertiser_ids else ""
+    click.echo(f"user {user.email} ({user.role}{bound}) created; sign in at /console")
 
 
 @users_group.command("list")
@@ -49,7 +60,8 @@ def users_list() -> None:
     """List console users."""
     for user in run_on("production", users.list_users):
         state = "disabled" if user.disabled_at else "active"
-        click.echo(f"{user.id}\t{user.email}\t{user.role}\t{state}")
+        bound = ",".join(map(str, user.advertiser_ids))
+        click.echo(f"{user.id}\t{user.email}\t{user.role}\t{state}" + (f"\t{bound}" if bound else ""))
 
 
 @users_group.command("disable")

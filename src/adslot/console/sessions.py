@@ -11,7 +11,7 @@ import secrets
 
 import sqlalchemy as sa
 
-from adslot.console.users import User, end_sessions_of, user_of
+from adslot.console.users import User, end_sessions_of, with_advertisers
 
 __all__ = ["COOKIE", "end_session", "end_sessions_of", "session_user", "start_session"]
 from adslot.storage.tables import console_sessions, console_users
@@ -51,7 +51,7 @@ def session_user(conn: sa.Connection, token: str, now: int) -> User | None:
         .mappings()
         .first()
     )
-    return user_of(row) if row else None
+    return with_advertisers(conn, row) if row else None
 
 
 def end_session(conn: sa.Connection, token: str) -> None:

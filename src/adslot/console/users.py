@@ -17,9 +17,10 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from adslot.console import sign_in_sources
-from adslot.console.roles import ROLES
+from adslot.console.roles import ADVERTISER, ROLES
 from adslot.errors import ApiError
-from adslot.storage.tables import console_sessions, console_users
+from adslot.fields import MAX_ID
+from adslot.storage.tables import advertisers, console_sessions, console_user_advertisers, console_users
 
 HASHER = PasswordHasher()
 DUMMY_HASH = HASHER.hash("adslot: not a password of anyone")
@@ -40,10 +41,47 @@ class User:
     role: str
     created_at: int
     disabled_at: int | None
+    advertiser_ids: tuple[int, ...] = ()
+    """An advertiser user's advertisers (production's): what console.scope lets them see."""
 
 
-def user_of(row: sa.RowMapping) -> User:
-    return User(row["id"], row["email"], row["role"], row["created_at"], row["disabled_at"])
+def user_of(row: sa.RowMapping, advertiser_ids: tuple[int, ...] = ()) -> User:
+    return User(row["id"], row["email"], row["role"], row["created_at"], row["disabled_at"], advertiser_ids)
+
+
+def bound_advertisers(conn: sa.Connection, user_ids: list[int]) -> dict[int, tuple[int, ...]]:
+    """Each user's advertisers, in id order (none for a user of another role)."""
+    out: dict[int, list[int]] = {uid: [] for uid in user_ids}
+    if user_ids:
+        t = console_user_advertisers.c
+        statement = sa.select(t.user_id, t.advertiser_id).where(t.user_id.in_(user_ids))
+        for user_id, advertiser_id in conn.execute(statement.order_by(t.user_id, t.advertiser_id)):
+            out[user_id].append(advertiser_id)
+    return {uid: tuple(ids) for uid, ids in out.items()}
+
+
+def with_advertisers(conn: sa.Connection, row: sa.RowMapping) -> User:
+    bound = bound_advertisers(conn, [row["id"]]) if row["role"] == ADVERTISER else {}
+    return user_of(row, bound.get(row["id"], ()))
+
+
+def check_advertisers(conn: sa.Connection, role: str, advertiser_ids: list[int]) -> tuple[int, ...]:
+    """An advertiser user is bound to one or more existing advertisers; a user of another role to none."""
+    ids = tuple(sorted(set(advertiser_ids)))
+    if role != ADVERTISER:
+        if ids:
+            message = "only an advertiser user is bound to advertisers"
+            raise ApiError(400, "invalid_field", message, "advertiser")
+        return ids
+    if not ids:
+        raise ApiError(400, "missing_field", "an advertiser user needs at least one advertiser", "advertiser")
+    if any(not 1 <= i <= MAX_ID for i in ids):
+        raise ApiError(404, "unknown_advertiser", "no such advertiser", "advertiser")
+    found = set(conn.execute(sa.select(advertisers.c.id).where(advertisers.c.id.in_(ids))).scalars())
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise ApiError(404, "unknown_advertiser", f"no advertiser {missing[0]}", "advertiser")
+    return ids
 
 
 def check_email(email: str) -> str:
@@ -70,8 +108,12 @@ def check_role(role: str) -> str:
     return role
 
 
-def create_user(conn: sa.Connection, email: str, role: str, password: str) -> User:
+def create_user(
+    conn: sa.Connection, email: str, role: str, password: str, advertiser_ids: list[int] | None = None
+) -> User:
+    """A user; an advertiser user with the advertisers it is bound to (production's, in this database)."""
     email, role = check_email(email), check_role(role)
+    bound = check_advertisers(conn, role, advertiser_ids or [])
     digest = HASHER.hash(check_password(password))
     if _row(conn, email) is not None:
         raise ApiError(409, "user_exists", f"a user {email} already exists", "email")
@@ -79,18 +121,24 @@ def create_user(conn: sa.Connection, email: str, role: str, password: str) -> Us
     result = conn.execute(
         sa.insert(console_users).values(email=email, password_hash=digest, role=role, created_at=now)
     )
-    return User(int(result.inserted_primary_key[0]), email, role, now, None)  # type: ignore[index]
+    user_id = int(result.inserted_primary_key[0])  # type: ignore[index]
+    if bound:
+        conn.execute(
+            sa.insert(console_user_advertisers),
+            [{"user_id": user_id, "advertiser_id": a} for a in bound],
+        )
+    return User(user_id, email, role, now, None, bound)
 
 
 def list_users(conn: sa.Connection) -> list[User]:
-    return [
-        user_of(r) for r in conn.execute(sa.select(console_users).order_by(console_users.c.id)).mappings()
-    ]
+    rows = list(conn.execute(sa.select(console_users).order_by(console_users.c.id)).mappings())
+    bound = bound_advertisers(conn, [r["id"] for r in rows if r["role"] == ADVERTISER])
+    return [user_of(r, bound.get(r["id"], ())) for r in rows]
 
 
 def get_user(conn: sa.Connection, user_id: int) -> User | None:
     row = conn.execute(sa.select(console_users).where(console_users.c.id == user_id)).mappings().first()
-    return user_of(row) if row else None
+    return with_advertisers(conn, row) if row else None
 
 
 def _row(conn: sa.Connection, email: str) -> sa.RowMapping | None:
@@ -102,7 +150,7 @@ def find_user(conn: sa.Connection, email: str) -> User:
     row = _row(conn, email)
     if row is None:
         raise ApiError(404, "unknown_user", f"no user {email}", "email")
-    return user_of(row)
+    return with_advertisers(conn, row)
 
 
 def disable_user(conn: sa.Connection, email: str) -> User:
@@ -112,7 +160,7 @@ def disable_user(conn: sa.Connection, email: str) -> User:
         now = int(time.time())
         conn.execute(sa.update(console_users).where(console_users.c.id == user.id).values(disabled_at=now))
         end_sessions_of(conn, user.id)
-        user = User(user.id, user.email, user.role, user.created_at, now)
+        user = User(user.id, user.email, user.role, user.created_at, now, user.advertiser_ids)
     return user
 
 
@@ -172,7 +220,7 @@ def sign_in(conn: sa.Connection, email: str, password: str, now: int, source: st
     if HASHER.check_needs_rehash(row["password_hash"]):
         values["password_hash"] = HASHER.hash(password)
     conn.execute(sa.update(console_users).where(console_users.c.id == row["id"]).values(**values))
-    return SignIn(user_of(row))
+    return SignIn(with_advertisers(conn, row))
 
 
 def _failed(conn: sa.Connection, source: str, now: int, failures: int, account_lock: int) -> SignIn:

@@ -33,7 +33,8 @@ from adslot.console import sessions
 from adslot.console.charts import line_chart
 from adslot.console.forms import error_for, utc_input
 from adslot.console.report_table import figure
-from adslot.console.roles import Role, allows
+from adslot.console.roles import ADVERTISER, Role, allows
+from adslot.console.scope import ADVERTISER_ENVIRONMENT, ReadScope, route_open, scope_of
 from adslot.console.users import User
 from adslot.edge.clients import TrustedProxies, peer_of
 from adslot.environment import Environment
@@ -67,6 +68,7 @@ NAV = (
     ("Users", "users"),
     ("Audit", "audit"),
 )
+ADVERTISER_NAV = (("Campaigns", "campaigns"),)
 SECURITY_HEADERS = {
     "cache-control": "no-store",
     "content-security-policy": (
@@ -186,6 +188,8 @@ async def before_request(request: Request[Any, Any, Any]) -> Response[Any] | Non
             target = ROOT
         return Redirect(f"{SIGN_IN}?next={quote(target, safe='')}", status_code=303)
     request.state.user = user
+    if not route_open(user, request.route_handler.opt, request.path_params.get("env_name")):
+        raise NotFoundException()  # as a page that does not exist: an advertiser learns nothing of it
     request.state.csrf = csrf_for(request.cookies[sessions.COOKIE])
     if request.method == "POST":
         form = await request.form()
@@ -225,6 +229,11 @@ def user_of(request: Request[Any, Any, Any]) -> User:
     return user
 
 
+def read_scope(request: Request[Any, Any, Any]) -> ReadScope:
+    """What the signed-in user may read (scope.py): every page that reads campaigns filters through it."""
+    return scope_of(user_of(request))
+
+
 def need(request: Request[Any, Any, Any], role: Role) -> User:
     """The signed-in user, if their role allows `role`'s actions; else a 403 page."""
     user = user_of(request)
@@ -256,11 +265,12 @@ def render(
     console = console_of(request)
     page = request.url.path.removeprefix(ROOT + "/" + env.name if env else ROOT).strip("/")
     context.setdefault("error", None)  # the forms' shared fields look for it
+    advertiser = user is not None and user.role == ADVERTISER
     html = TEMPLATES.get_template(template).render(
         user=user,
         env=env,
-        environments=list(console.environments),
-        nav=NAV,
+        environments=[ADVERTISER_ENVIRONMENT] if advertiser else list(console.environments),
+        nav=ADVERTISER_NAV if advertiser else NAV,
         section=page.split("/")[0] if page else "",
         page_path=page,
         csrf=getattr(request.state, "csrf", ""),

@@ -329,6 +329,14 @@ console_sessions = sa.Table(
     sa.Column("expires_at", sa.BigInteger, nullable=False),
 )
 
+console_user_advertisers = sa.Table(
+    "console_user_advertisers",
+    metadata,
+    # The advertisers (production's) whose campaigns an advertiser-role user may see (console.scope).
+    sa.Column("user_id", sa.Integer, sa.ForeignKey("console_users.id"), primary_key=True),
+    sa.Column("advertiser_id", sa.Integer, sa.ForeignKey("advertisers.id"), primary_key=True),
+)
+
 audit_log = sa.Table(
     "audit_log",
     metadata,
@@ -437,4 +445,24 @@ demand_stats = sa.Table(
     sa.Column("hour", sa.BigInteger, primary_key=True),
     sa.Column("metric", sa.String(64), primary_key=True),
     sa.Column("count", sa.BigInteger, nullable=False),
+)
+
+
+campaign_share_links = sa.Table(
+    "campaign_share_links",
+    metadata,
+    # A read-only link to one campaign's proof-of-play report (console.share_links): the token is stored
+    # only as its SHA-256 hash, as keys are.
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("campaign_id", sa.Integer, sa.ForeignKey("campaigns.id"), nullable=False, index=True),
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("label", sa.String(128), nullable=True),
+    sa.Column("period_start", sa.BigInteger, nullable=False),
+    sa.Column("period_end", sa.BigInteger, nullable=False),
+    sa.Column("created_by", sa.String(300), nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("expires_at", sa.BigInteger, nullable=False),
+    sa.Column("revoked_at", sa.BigInteger, nullable=True),
+    sa.Column("opens", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("last_opened_at", sa.BigInteger, nullable=True),
 )

@@ -11,6 +11,7 @@ from litestar.response import Redirect
 from adslot import audit
 from adslot.auth import repository as keys_repo
 from adslot.auth.keys import LIVE_PREFIX, SCOPES, TEST_PREFIX
+from adslot.campaigns import repository as campaigns_repo
 from adslot.console import users
 from adslot.console.forms import digits, text
 from adslot.console.roles import ADMIN, ROLES
@@ -24,7 +25,15 @@ async def _form(request: Request[Any, Any, Any]) -> dict[str, Any]:
     """The form's fields, and the scopes ticked (one `scope` field each)."""
     form = await request.form()
     scopes = [s for s in form.getall("scope") if isinstance(s, str)] if "scope" in form else []
-    return {**await form_fields(request), "scopes": scopes}
+    ticked = [s for s in form.getall("advertiser") if isinstance(s, str)] if "advertiser" in form else []
+    return {**await form_fields(request), "scopes": scopes, "advertisers": ticked}
+
+
+def advertiser_ids(ticked: list[str]) -> list[int]:
+    """The advertisers ticked for an advertiser user, as ids (an id that is no number is refused)."""
+    if any(not digits(t) or len(t) > 12 for t in ticked):
+        raise ApiError(400, "invalid_field", "an advertiser is named by its id", "advertiser")
+    return [int(t) for t in ticked]
 
 
 async def _keys_page(
@@ -110,7 +119,9 @@ async def _users_page(
     form: dict[str, Any] | None = None,
     notice: str | None = None,
 ) -> Response[str]:
-    found = await console_of(request).production.run_sync(users.list_users)
+    production = console_of(request).production
+    found = await production.run_sync(users.list_users)
+    advertisers = {a.id: a.name for a in await production.run_sync(campaigns_repo.list_advertisers)}
     return render(
         request,
         "users.html",
@@ -118,6 +129,7 @@ async def _users_page(
         title="Users",
         users=found,
         roles=ROLES,
+        advertisers=advertisers,
         error=error,
         form=form or {"role": "viewer"},
         notice=notice,
@@ -141,12 +153,13 @@ async def user_create(request: Request[Any, Any, Any], env_name: EnvName) -> Res
         str(form.get("password", "")),
     )
     try:
+        bound = advertiser_ids(form["advertisers"])
         await change(
             request,
             console.production,
             "user.create",
             f"user {email}",
-            lambda c: users.create_user(c, email, role, password),
+            lambda c: users.create_user(c, email, role, password, bound),
             catalog=False,
         )
     except ApiError as error:

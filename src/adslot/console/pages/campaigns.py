@@ -25,7 +25,8 @@ from adslot.console.figures import DAY, HOUR, campaign_delivery, delivery, hour_
 from adslot.console.forms import Form, decode, drop_none, number, text, utc_input, utc_time, words
 from adslot.console.pacing import Delivered, cumulative, plan_line
 from adslot.console.roles import TRAFFIC
-from adslot.console.web import ROOT, EnvName, RowId, change, console_of, form_fields, need, render
+from adslot.console.scope import OPEN_TO_ADVERTISERS
+from adslot.console.web import ROOT, EnvName, RowId, change, console_of, form_fields, need, read_scope, render
 from adslot.environment import Environment
 from adslot.errors import ApiError
 
@@ -186,8 +187,10 @@ async def _list_page(
     error: ApiError | None = None,
     form: dict[str, Any] | None = None,
 ) -> Response[str]:
-    found = await env.run_sync(campaigns_repo.list_campaigns)
-    advertisers = {a.id: a for a in await env.run_sync(campaigns_repo.list_advertisers)}
+    seen = read_scope(request)
+    found = seen.only(await env.run_sync(campaigns_repo.list_campaigns))
+    listed = seen.only(await env.run_sync(campaigns_repo.list_advertisers), lambda a: a.id)
+    advertisers = {a.id: a for a in listed}
     now = int(time.time())
     return render(
         request,
@@ -203,7 +206,7 @@ async def _list_page(
     )
 
 
-@get(BASE, include_in_schema=False)
+@get(BASE, include_in_schema=False, opt={OPEN_TO_ADVERTISERS: True})
 async def campaign_list(request: Request[Any, Any, Any], env_name: EnvName) -> Response[str]:
     return await _list_page(request, console_of(request).env(env_name))
 
@@ -370,7 +373,7 @@ def pacing_chart(campaign: Campaign, hourly: dict[int, float], now: int, metric:
     )
 
 
-@get(BASE + "/{campaign_id:int}", include_in_schema=False)
+@get(BASE + "/{campaign_id:int}", include_in_schema=False, opt={OPEN_TO_ADVERTISERS: True})
 async def campaign_detail(
     request: Request[Any, Any, Any], env_name: EnvName, campaign_id: RowId
 ) -> Response[str]:
@@ -388,6 +391,7 @@ async def _detail(
 ) -> Response[str]:
     now = int(time.time())
     campaign = await env.run_sync(lambda c: campaigns_repo.get_campaign(c, campaign_id))
+    read_scope(request).check_campaign(campaign.id, campaign.advertiser_id)
     goal = next((c for c in campaign.caps if c.period == "lifetime"), None)
     metric = goal.metric if goal else "plays"
 

@@ -13,6 +13,8 @@ from litestar.params import PathParameter
 from litestar.response import Redirect
 
 from adslot.console import sessions, users
+from adslot.console.roles import ADVERTISER
+from adslot.console.scope import ADVERTISER_ENVIRONMENT, OPEN_TO_ADVERTISERS
 from adslot.console.sign_in_sources import source_of
 from adslot.console.web import (
     PRE_SESSION_COOKIE,
@@ -39,8 +41,11 @@ def _safe_next(target: str | None) -> str:
     return ROOT + "/"
 
 
-@get(ROOT, include_in_schema=False)
+@get(ROOT, include_in_schema=False, opt={OPEN_TO_ADVERTISERS: True})
 async def front_door(request: Request[Any, Any, Any]) -> Redirect:
+    """The dashboard; an advertiser user's own campaigns (the dashboard sums everyone's)."""
+    if request.state.user.role == ADVERTISER:
+        return Redirect(f"{ROOT}/{ADVERTISER_ENVIRONMENT}/campaigns", status_code=303)
     return Redirect(ROOT + "/production/", status_code=303)
 
 
@@ -106,7 +111,7 @@ async def sign_in(request: Request[Any, Any, Any]) -> Response[Any]:
     return response
 
 
-@post(ROOT + "/sign-out", include_in_schema=False)
+@post(ROOT + "/sign-out", include_in_schema=False, opt={OPEN_TO_ADVERTISERS: True})
 async def sign_out(request: Request[Any, Any, Any]) -> Redirect:
     token = request.cookies.get(sessions.COOKIE, "")
     await console_of(request).production.run_sync(
@@ -117,7 +122,7 @@ async def sign_out(request: Request[Any, Any, Any]) -> Redirect:
     return response
 
 
-@get(ROOT + "/static/{name:str}", include_in_schema=False)
+@get(ROOT + "/static/{name:str}", include_in_schema=False, opt={OPEN_TO_ADVERTISERS: True})
 async def static(name: Annotated[str, PathParameter()]) -> Response[bytes]:
     path = STATIC / name
     kind = STATIC_TYPES.get(path.suffix)
