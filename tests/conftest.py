@@ -325,6 +325,7 @@ SLOW_FIXTURES = {
         "limited",
         "two_nodes",
         "console_live",
+        "advertisers_live",
         "sweeping",
         "sqlite_server",
         "sandbox_server",

@@ -132,3 +132,28 @@ def test_disable_and_set_password_act_and_are_audited(invoke: Invoke) -> None:
     finally:
         db.dispose()
     assert actions == ["user.create", "user.set-password", "user.disable"]
+
+
+def test_an_advertiser_user_is_bound_to_the_advertisers_given_and_audited(invoke: Invoke) -> None:
+    made = [invoke("campaigns", "add-advertiser", "--name", name) for name in ("Acme", "Zenith", "Orbit")]
+    assert all(m.exit_code == 0 for m in made), [m.output for m in made]
+    args = ("users", "create", "--email", "proof@acme.example", "--role", "advertiser", "--password-stdin")
+    refused = invoke(*args, input="a long enough password\n")
+    assert refused.exit_code != 0 and "missing_field" in refused.output and "advertiser" in refused.output
+    unknown = invoke(*args, "--advertiser", "77", input="a long enough password\n")
+    assert unknown.exit_code != 0 and "no advertiser 77" in unknown.output
+    bound = invoke(*args, "--advertiser", "1", "--advertiser", "3", input="a long enough password\n")
+    assert bound.exit_code == 0, bound.output
+    assert "proof@acme.example\tadvertiser\tactive\t1,3" in invoke("users", "list").output
+    db = engine()
+    try:
+        outcome = transact(
+            db, lambda c: users.sign_in(c, "proof@acme.example", "a long enough password", 1), write=True
+        )
+        assert outcome.user is not None and outcome.user.advertiser_ids == (1, 3)
+        with db.connect() as conn:
+            entry = conn.execute(sa.select(audit_log).where(audit_log.c.action == "user.create")).mappings()
+            after = [e["after"] for e in entry]
+        assert any('"advertiser_ids":[1,3]' in (a or "").replace(" ", "") for a in after), after
+    finally:
+        db.dispose()
