@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from adslot.catalog import Catalog
 from adslot.decision.choose import Choice, choose
@@ -28,8 +29,14 @@ from adslot.demand.exchange import Exchange, opportunity_for
 from adslot.demand.partners import Partner
 from adslot.ledger.budget import DeliveryCache
 from adslot.ledger.claims import Claims, impressions_for, plan_claims
-from adslot.ledger.group_commit import GroupCommitter
 from adslot.ledger.records import AdRequest, Issue, NoFill, Operation, Verdict
+
+
+class Submits(Protocol):
+    """Where fill_slot sends its ledger operations: the group committer, or the forecast's in-memory drive."""
+
+    def submit(self, operation: Operation, /) -> Awaitable[Verdict]: ...
+
 
 MAX_TRIES = 3
 """Reservations refused in a row before the slot is answered with no ad: each refusal removes a campaign."""
@@ -117,7 +124,7 @@ def slot_for(catalog: Catalog, request: SlotRequest) -> Slot:
 async def fill_slot(
     catalog: Catalog,
     cache: DeliveryCache,
-    writer: GroupCommitter[Operation, Verdict],
+    writer: Submits,
     rng: random.Random,
     request: SlotRequest,
     *,
@@ -198,14 +205,12 @@ async def fill_slot(
     return None
 
 
-def _submit(
-    writer: GroupCommitter[Operation, Verdict], operation: Operation, timing: Timing | None
-) -> Awaitable[Verdict]:
+def _submit(writer: Submits, operation: Operation, timing: Timing | None) -> Awaitable[Verdict]:
     """The ledger's verdict to await: timed when `timing` is given, else the writer's own (no frame more)."""
     return writer.submit(operation) if timing is None else _timed(writer, operation, timing)
 
 
-async def _timed(writer: GroupCommitter[Operation, Verdict], operation: Operation, timing: Timing) -> Verdict:
+async def _timed(writer: Submits, operation: Operation, timing: Timing) -> Verdict:
     """The ledger's verdict on the operation, its wait added to `timing`."""
     started = time.perf_counter()
     try:
@@ -226,7 +231,7 @@ async def _sell(
     now: int,
     play_window_seconds: int,
     new_id: Callable[[], uuid.UUID],
-    writer: GroupCommitter[Operation, Verdict],
+    writer: Submits,
     timing: Timing | None,
 ) -> AdRequest | None:
     """Auction the slot; when a bid wins, store its ad request with the win and return it. Notices go out

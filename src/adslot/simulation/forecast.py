@@ -27,7 +27,7 @@ import tempfile
 import time
 from bisect import bisect_left
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -46,9 +46,10 @@ from adslot.catalog import Catalog, load_catalog
 from adslot.decision.model import TIERS, CapMetric, CapPeriod, LiveCampaign, Tier
 from adslot.decision.targeting import screen_allowed, venue_excluded, venue_matches
 from adslot.errors import ApiError, invalid_value
+from adslot.ledger.budget import Snapshot
 from adslot.serving.fill import SlotRequest, slot_for
-from adslot.simulation.report import delivery_by_hour
-from adslot.simulation.run import Drive, Place, drive
+from adslot.simulation.memory_ledger import MemoryLedger, Play
+from adslot.simulation.run import Drive, Place, drive, drive_in_memory
 from adslot.storage.migrate import upgrade
 from adslot.storage.tables import (
     ad_requests,
@@ -196,6 +197,8 @@ def forecast(
     seed: int = 7,
     now: int | None = None,
     max_slots: int = MAX_SLOTS,
+    progress: Callable[[float], None] | None = None,
+    on_ledger: bool = False,
 ) -> ForecastReport:
     """Forecast `proposal` against the environment whose database `source` reads (and never writes).
 
@@ -207,6 +210,10 @@ def forecast(
     Raises the management API's ApiError for an invalid proposal (a creative's field is prefixed with
     `creatives[i].`), 404 campaign_not_found for an unknown campaign id, 400 invalid_field for a window out of
     bounds (`start`, `hours`, `slot_seconds`), and 400 forecast_too_large (field `hours`) beyond `max_slots`.
+
+    `progress(share)` is told the share of the slots decided so far, 0 to 1. Both runs go through the
+    ledger's rules in memory (memory_ledger.py); `on_ledger` runs them on the SQLite ledger instead, as the
+    simulator does, for tests that hold the two to the same answer.
     """
     if start is not None and start < 0:
         raise ApiError(400, "invalid_field", "start must be an epoch second", "start")
@@ -232,7 +239,9 @@ def forecast(
     data_dir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="forecast-", dir=data_dir))
     try:
-        return _forecast(source, scratch, proposal, name, window, slot_seconds, seed, max_slots)
+        return _forecast(
+            source, scratch, proposal, name, window, slot_seconds, seed, max_slots, progress, on_ledger
+        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -278,6 +287,8 @@ def _forecast(
     slot_seconds: int,
     seed: int,
     max_slots: int,
+    progress: Callable[[float], None] | None,
+    on_ledger: bool,
 ) -> ForecastReport:
     with_path, without_path = scratch / "with.sqlite3", scratch / "without.sqlite3"
     picked = proposal.campaign_id if isinstance(proposal, ExistingCampaign) else None
@@ -295,7 +306,8 @@ def _forecast(
         with engine.connect() as conn:
             catalog = load_catalog(conn)
             proposed = _compiled(conn, pid)
-            spent_before = _spent(conn, f"c{pid}:")
+            counters = _counters(conn)
+    spent_before = _spent(counters, f"c{pid}:")
     shutil.copyfile(with_path, without_path)
     with _engine(without_path) as engine:
         with engine.begin() as conn:
@@ -317,6 +329,7 @@ def _forecast(
             "hours",
         )
     targeted = _Targeted(catalog, proposed, reach.get(pid, set()))
+    outcome = outcome_without = _Outcome([], counters)
     if driven:
         # No PoP is lost, so nothing is ever released: counters only grow, a cached one can only understate
         # its use, and trusting the cache for the whole run never turns away a campaign the ledger would
@@ -331,30 +344,86 @@ def _forecast(
             sweep=False,
             draw_per_slot=True,
         )
-        asyncio.run(_both(with_path, catalog, without_path, catalog_without, driven, config, targeted))
-    with (
-        _engine(with_path) as engine,
-        _engine(without_path) as engine_without,
-        engine.connect() as conn,
-        engine_without.connect() as conn_without,
-    ):
-        report = _Measured(conn, catalog, pid, proposed, targeted, window).report(
-            picked=picked,
-            name=name,
-            slot_seconds=slot_seconds,
-            seed=seed,
-            driven=len(driven),
-            spent_before=spent_before,
-            conflicts=_conflicts(conn, conn_without, catalog_without, pid),
-        )
+        if on_ledger:
+            asyncio.run(_both(with_path, catalog, without_path, catalog_without, driven, config, targeted))
+            outcome, outcome_without = _outcome_of(with_path), _outcome_of(without_path)
+        else:
+            outcome, outcome_without = _both_in_memory(
+                counters, catalog, catalog_without, driven, config, targeted, progress
+            )
+    report = _Measured(outcome, catalog, pid, proposed, targeted, window).report(
+        picked=picked,
+        name=name,
+        slot_seconds=slot_seconds,
+        seed=seed,
+        driven=len(driven),
+        spent_before=spent_before,
+        conflicts=_conflicts(outcome, outcome_without, catalog_without, pid),
+    )
+    if progress is not None:
+        progress(1.0)
     return msgspec.structs.replace(
         report, warnings=_warnings(report, proposed, _matching(catalog, places, proposed), window)
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What a run leaves: the plays, and the delivery counters."""
+
+    plays: list[Play]
+    counters: dict[str, Snapshot]
+
+
+def _both_in_memory(
+    counters: dict[str, Snapshot],
+    catalog: Catalog,
+    catalog_without: Catalog,
+    driven: list[Place],
+    config: Drive,
+    targeted: _Targeted,
+    progress: Callable[[float], None] | None,
+) -> tuple[_Outcome, _Outcome]:
+    """Both runs on the ledger's rules in memory, from the same counters: the with-run is the first half of
+    the progress, the without-run the second."""
+    outcomes = []
+    runs = ((catalog, targeted.observe), (catalog_without, None))
+    for half, (run_catalog, observe) in enumerate(runs):
+        ledger = MemoryLedger(counters.items())
+        told = None if progress is None else _halves(progress, half)
+        drive_in_memory(ledger, run_catalog, driven, config, observe, told)
+        outcomes.append(_Outcome(ledger.plays(), ledger.counters))
+    return outcomes[0], outcomes[1]
+
+
+def _halves(progress: Callable[[float], None], half: int) -> Callable[[int, int], None]:
+    """A run's progress (minutes done of total) as its half of the forecast's."""
+    return lambda done, total: progress((half + done / total) / 2)
+
+
+def _outcome_of(path: Path) -> _Outcome:
+    """A run's outcome as the SQLite ledger stored it."""
+    a = ad_requests.c
+    with _engine(path) as engine, engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(a.venue_id, a.screen_id, a.play_time, a.campaign_id, a.impressions)
+            .where(_PLAYED)
+            .order_by(a.play_time, a.venue_id, a.screen_id)
+        )
+        plays = [Play(str(v), s, int(t), None if c is None else int(c), float(i)) for v, s, t, c, i in rows]
+        return _Outcome(plays, _counters(conn))
+
+
+def _unsynced(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.execute("PRAGMA synchronous=OFF")
+
+
 @contextmanager
 def _engine(path: Path) -> Iterator[sa.Engine]:
     engine = sa.create_engine(f"sqlite:///{path}")
+    # A scratch database, removed afterwards: nothing in it has to survive a crash, so no write waits for
+    # the disk (its migrations alone took over a second of fsyncs).
+    sa.event.listen(engine, "connect", _unsynced)
     try:
         yield engine
     finally:
@@ -422,11 +491,28 @@ def _compiled(conn: sa.Connection, pid: int) -> LiveCampaign | None:
     return next((c for c in live_campaigns(conn, active) if c.id == pid), None)
 
 
-def _spent(conn: sa.Connection, prefix: str) -> dict[str, tuple[int | None, int]]:
-    """Counters whose key starts with `prefix`: (cap, delivered + reserved) by key."""
+def _counters(conn: sa.Connection) -> dict[str, Snapshot]:
+    """Every delivery counter: (cap, reserved, delivered, last_at) by key."""
     c = delivery_counters.c
-    rows = conn.execute(sa.select(c.key, c.cap, c.delivered, c.reserved).where(c.key.startswith(prefix)))
-    return {str(key): (cap, int(delivered) + int(reserved)) for key, cap, delivered, reserved in rows}
+    rows = conn.execute(sa.select(c.key, c.cap, c.reserved, c.delivered, c.last_at))
+    return {
+        str(key): (
+            None if cap is None else int(cap),
+            int(reserved),
+            int(delivered),
+            None if last_at is None else int(last_at),
+        )
+        for key, cap, reserved, delivered, last_at in rows
+    }
+
+
+def _spent(counters: Mapping[str, Snapshot], prefix: str) -> dict[str, tuple[int | None, int]]:
+    """Counters whose key starts with `prefix`: (cap, delivered + reserved) by key."""
+    return {
+        key: (cap, delivered + reserved)
+        for key, (cap, reserved, delivered, _) in counters.items()
+        if key.startswith(prefix)
+    }
 
 
 def _places(catalog: Catalog) -> list[Place]:
@@ -559,9 +645,9 @@ _PLAYED = ad_requests.c.impression_at.is_not(None)
 
 @dataclass(frozen=True, slots=True)
 class _Measured:
-    """The with-run's database, read for the proposal."""
+    """The with-run's outcome, read for the proposal."""
 
-    conn: sa.Connection
+    outcome: _Outcome
     catalog: Catalog
     pid: int
     campaign: LiveCampaign | None
@@ -579,17 +665,13 @@ class _Measured:
         spent_before: dict[str, tuple[int | None, int]],
         conflicts: list[LiveImpact],
     ) -> ForecastReport:
-        a = ad_requests.c
         own = [
-            (str(venue_id), screen_id, int(play_time), float(audience))
-            for venue_id, screen_id, play_time, audience in self.conn.execute(
-                sa.select(a.venue_id, a.screen_id, a.play_time, a.impressions).where(
-                    a.campaign_id == self.pid, _PLAYED
-                )
-            )
+            (p.venue_id, p.screen_id, p.play_time, p.impressions)
+            for p in self.outcome.plays
+            if p.campaign_id == self.pid
         ]
         played = {(v, s, t) for v, s, t, _ in own}
-        impressions = round(sum(i for *_, i in own), 3)
+        impressions = round(math.fsum(i for *_, i in own), 3)
         cpm = self.campaign.cpm_micros if self.campaign else None
         slots_targeted = len(self.targeted.slots)
         rivals = self._rivals()
@@ -625,35 +707,31 @@ class _Measured:
     def _days(self, own: Sequence[tuple[str, str | None, int, float]]) -> list[DayForecast]:
         tz = self.campaign.timezone if self.campaign else "UTC"
         plays: Counter[str] = Counter()
-        impressions: defaultdict[str, float] = defaultdict(float)
+        impressions: defaultdict[str, list[float]] = defaultdict(list)
         for _, _, play_time, audience in own:
             day = _date(tz, play_time)
             plays[day] += 1
-            impressions[day] += audience
+            impressions[day].append(audience)
         return [
-            DayForecast(day, self.targeted.by_day[day], plays[day], round(impressions[day], 3))
+            DayForecast(day, self.targeted.by_day[day], plays[day], round(math.fsum(impressions[day]), 3))
             for day in _dates(tz, self.window.start, self.window.end)
         ]
 
     def _rivals(self) -> Counter[int]:
         """Plays of other campaigns in the slots the proposal could have played."""
-        a = ad_requests.c
         rivals: Counter[int] = Counter()
-        rows = self.conn.execute(
-            sa.select(a.venue_id, a.screen_id, a.play_time, a.campaign_id).where(
-                a.campaign_id != self.pid, _PLAYED
-            )
-        )
-        for venue_id, screen_id, play_time, campaign_id in rows:
-            if (venue_id, screen_id, int(play_time)) in self.targeted.slots:
-                rivals[int(campaign_id)] += 1
+        slots = self.targeted.slots
+        for p in self.outcome.plays:
+            cid = p.campaign_id
+            if cid is not None and cid != self.pid and (p.venue_id, p.screen_id, p.play_time) in slots:
+                rivals[cid] += 1
         return rivals
 
     def _caps(self, spent_before: dict[str, tuple[int | None, int]]) -> list[CapForecast]:
         campaign, window = self.campaign, self.window
         if campaign is None:
             return []
-        spent = _spent(self.conn, f"c{self.pid}:")
+        spent = _spent(self.outcome.counters, f"c{self.pid}:")
         low, high = max(window.start, campaign.start_at), min(window.end, campaign.end_at)
         out = []
         for cap in campaign.caps:
@@ -699,7 +777,7 @@ class _Measured:
         """Its frequency counters (f{id}:{place}:h:{hour}, f{id}:{place}:d:{date}) that reached their cap, by
         kind ("h", "d")."""
         reached: Counter[str] = Counter()
-        for key, (cap, used) in _spent(self.conn, f"f{self.pid}:").items():
+        for key, (cap, used) in _spent(self.outcome.counters, f"f{self.pid}:").items():
             if cap is not None and used >= cap:
                 reached[key.rpartition(":")[0].rpartition(":")[2]] += 1
         return reached
@@ -715,14 +793,10 @@ class _Measured:
             for cid, c in self.catalog.index.campaigns.items()
             if c.category == campaign.category and c.separation_minutes > 0
         }
-        a = ad_requests.c
         marks: dict[Place, list[tuple[int, int]]] = defaultdict(list)
-        for venue_id, screen_id, play_time, cid in self.conn.execute(
-            sa.select(a.venue_id, a.screen_id, a.play_time, a.campaign_id).where(
-                a.campaign_id.in_(gaps), _PLAYED
-            )
-        ):
-            marks[(venue_id, screen_id)].append((int(play_time), gaps[int(cid)]))
+        for p in self.outcome.plays:
+            if p.campaign_id in gaps:
+                marks[(p.venue_id, p.screen_id)].append((p.play_time, gaps[p.campaign_id]))
         for found in marks.values():
             found.sort()
         own, widest = campaign.separation_minutes * 60, max(gaps.values())
@@ -738,18 +812,24 @@ class _Measured:
         return count
 
 
-def _totals(conn: sa.Connection) -> dict[int, tuple[int, float]]:
+def _totals(outcome: _Outcome) -> dict[int, tuple[int, float]]:
+    """Plays and impressions by campaign: summed by UTC hour first, then over the hours (as the simulator's
+    report counts them), so the rounded figures do not depend on the order the plays are listed in."""
+    by_hour: defaultdict[int, defaultdict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for p in outcome.plays:
+        if p.campaign_id is not None:
+            by_hour[p.campaign_id][p.play_time - p.play_time % 3600].append(p.impressions)
     return {
-        cid: (sum(p for p, _ in hours.values()), sum(i for _, i in hours.values()))
-        for cid, hours in delivery_by_hour(conn).items()
+        cid: (sum(len(i) for i in hours.values()), sum(math.fsum(i) for i in hours.values()))
+        for cid, hours in by_hour.items()
     }
 
 
 def _conflicts(
-    conn: sa.Connection, conn_without: sa.Connection, catalog_without: Catalog, pid: int
+    outcome: _Outcome, outcome_without: _Outcome, catalog_without: Catalog, pid: int
 ) -> list[LiveImpact]:
     """Live campaigns whose plays differ between the runs, the largest loss first."""
-    with_totals, without_totals = _totals(conn), _totals(conn_without)
+    with_totals, without_totals = _totals(outcome), _totals(outcome_without)
     live = catalog_without.index.campaigns
     out = []
     for cid in (set(with_totals) | set(without_totals)) - {pid}:

@@ -16,9 +16,11 @@ import asyncio
 import heapq
 import itertools
 import random
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Coroutine, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -26,12 +28,16 @@ from adslot.catalog import Catalog, load_catalog
 from adslot.ids import uuid7
 from adslot.ledger.budget import DeliveryCache
 from adslot.ledger.group_commit import GroupCommitter
-from adslot.ledger.records import Fire, Operation, Settle, Verdict
+from adslot.ledger.records import AdRequest, Fire, Operation, Settle, Verdict
 from adslot.ledger.sqlite_store import SqliteLedgerStore
 from adslot.serving.fill import SlotRequest, fill_slot
+from adslot.simulation.memory_ledger import MemoryLedger
 from adslot.simulation.report import SimulationReport, measure
 from adslot.simulation.scenario import build_network
 from adslot.storage.migrate import upgrade
+
+MAX_BATCH = 512
+"""Operations per ledger batch, as the simulator's group committer takes them."""
 
 Place = tuple[str, str | None]
 """A screen the loop drives: (venue id, screen id), or (venue id, None) for requests that name no screen."""
@@ -145,7 +151,7 @@ async def drive(
     delivery = Delivery()
     store = SqliteLedgerStore(path)
     await store.start()
-    writer: GroupCommitter[Operation, Verdict] = GroupCommitter(store.apply, 512)
+    writer: GroupCommitter[Operation, Verdict] = GroupCommitter(store.apply, MAX_BATCH)
     writer.start()
     try:
         await _loop(config, places, catalog, writer, delivery, observe)
@@ -153,6 +159,76 @@ async def drive(
         await writer.close()
         await store.close()
     return delivery
+
+
+def _offsets(config: Drive, places: Sequence[Place], rng: random.Random) -> dict[Place, int]:
+    """Each screen's phase within a slot, drawn first from the run's stream."""
+    return {p: rng.randrange(config.slot_seconds) for p in places}
+
+
+def _minutes(config: Drive) -> range:
+    return range(
+        config.start - 120, config.start + config.hours * 3600 + config.play_window_seconds + 120, 60
+    )
+
+
+def _requests(
+    config: Drive, places: Sequence[Place], offsets: dict[Place, int], minute: int
+) -> list[SlotRequest]:
+    """The slots whose request time (play_time - lead) falls in this minute, screen by screen."""
+    batch: list[SlotRequest] = []
+    end = config.start + config.hours * 3600
+    if minute >= end:
+        return batch
+    first = minute + config.lead_seconds
+    for place in places:
+        phase = (offsets[place] - first) % config.slot_seconds
+        play_time = first + phase
+        while play_time < first + 60:
+            if config.start <= play_time < end:
+                batch.append(SlotRequest(1, place[0], place[1], play_time))
+            play_time += config.slot_seconds
+    return batch
+
+
+def _draws(config: Drive, shared: random.Random) -> Callable[[SlotRequest], random.Random]:
+    """The stream each decision draws from: the run's, or one of its own (Drive.draw_per_slot)."""
+    if not config.draw_per_slot:
+        return lambda request: shared
+    seed = config.seed
+    return lambda request: random.Random(f"{seed}/{request.venue_id}/{request.screen_id}/{request.play_time}")
+
+
+def _schedule_fires(
+    config: Drive,
+    rng: random.Random,
+    results: Sequence[tuple[AdRequest, object] | None],
+    fires: list[tuple[int, int, Fire]],
+    seq: Iterator[int],
+    delivery: Delivery,
+) -> None:
+    """Count the minute's fills and queue each played one's impression (lost, late or on time, repeated)."""
+    for filled in results:
+        if filled is None:
+            continue
+        delivery.fills += 1
+        record = filled[0]
+        roll = rng.random()
+        if roll < config.pop_loss:
+            continue
+        if roll < config.pop_loss + config.pop_late:
+            due = record.expires_at + rng.randrange(1, 1800)
+        else:
+            due = record.play_time + rng.randrange(0, 120)
+        for _ in range(2 if rng.random() < config.pop_repeat else 1):
+            heapq.heappush(fires, (due, next(seq), Fire(record.id, "impression", "wrapper", due)))
+
+
+def _due(fires: list[tuple[int, int, Fire]], minute: int) -> list[Fire]:
+    due_now = []
+    while fires and fires[0][0] <= minute + 59:
+        due_now.append(heapq.heappop(fires)[2])
+    return due_now
 
 
 async def _loop(
@@ -164,33 +240,17 @@ async def _loop(
     observe: Callable[[SlotRequest], None] | None,
 ) -> None:
     rng = random.Random(config.seed)
-    decide_rng = random.Random(config.seed + 1)
+    draws = _draws(config, random.Random(config.seed + 1))
     clock = [float(config.start)]
     # The cache forgets counters after cache_seconds of the clock it is given: the virtual one here.
     cache = DeliveryCache(ttl_seconds=config.cache_seconds, clock=lambda: clock[0])
-    offsets = {p: rng.randrange(config.slot_seconds) for p in places}
+    offsets = _offsets(config, places, rng)
     fires: list[tuple[int, int, Fire]] = []  # (due, seq, fire)
     seq = itertools.count()
-    end = config.start + config.hours * 3600
-
-    def draws(request: SlotRequest) -> random.Random:
-        if not config.draw_per_slot:
-            return decide_rng
-        return random.Random(f"{config.seed}/{request.venue_id}/{request.screen_id}/{request.play_time}")
-
-    for minute in range(config.start - 120, end + config.play_window_seconds + 120, 60):
+    for minute in _minutes(config):
         clock[0] = float(minute)
-        if minute < end:
-            batch = []
-            for place in places:
-                # Slots whose request time (play_time - lead) falls in this minute.
-                first = minute + config.lead_seconds
-                phase = (offsets[place] - first) % config.slot_seconds
-                play_time = first + phase
-                while play_time < first + 60:
-                    if config.start <= play_time < end:
-                        batch.append(SlotRequest(1, place[0], place[1], play_time))
-                    play_time += config.slot_seconds
+        batch = _requests(config, places, offsets, minute)
+        if batch:
             if observe is not None:
                 for request in batch:
                     observe(request)
@@ -210,26 +270,129 @@ async def _loop(
                 )
             )
             delivery.requests += len(batch)
-            for filled in results:
-                if filled is None:
-                    continue
-                delivery.fills += 1
-                record = filled[0]
-                roll = rng.random()
-                if roll < config.pop_loss:
-                    continue
-                if roll < config.pop_loss + config.pop_late:
-                    due = record.expires_at + rng.randrange(1, 1800)
-                else:
-                    due = record.play_time + rng.randrange(0, 120)
-                for _ in range(2 if rng.random() < config.pop_repeat else 1):
-                    heapq.heappush(fires, (due, next(seq), Fire(record.id, "impression", "wrapper", due)))
-        due_now = []
-        while fires and fires[0][0] <= minute + 59:
-            due_now.append(heapq.heappop(fires)[2])
+            _schedule_fires(config, rng, results, fires, seq, delivery)
+        due_now = _due(fires, minute)
         if due_now:
             await asyncio.gather(*(writer.submit(f) for f in due_now))
         if config.sweep:
             verdict = await writer.submit(Settle(minute))
             if verdict.counters:
                 cache.update(verdict.counters)
+
+
+class _Ask:
+    """An operation a fill_slot coroutine waits on; drive_in_memory answers it with coroutine.send, so the
+    same fill_slot runs without an event loop."""
+
+    __slots__ = ("operation",)
+
+    def __init__(self, operation: Operation) -> None:
+        self.operation = operation
+
+    def __await__(self) -> Generator[_Ask, Verdict, Verdict]:
+        verdict = yield self
+        return verdict
+
+
+class _Asks:
+    """fill_slot's writer in drive_in_memory: each submit is handed back to the drive."""
+
+    def submit(self, operation: Operation) -> _Ask:
+        return _Ask(operation)
+
+
+_Filling = Coroutine[Any, Any, tuple[AdRequest, Any] | None]
+
+
+def drive_in_memory(
+    ledger: MemoryLedger,
+    catalog: Catalog,
+    places: Sequence[Place],
+    config: Drive,
+    observe: Callable[[SlotRequest], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Delivery:
+    """drive() on a MemoryLedger, with no event loop and no thread: the same slots, draws and fill_slot,
+    whose ledger operations reach the ledger in the batches and the order drive()'s group committer gives
+    them (each minute's slots in screen order, at most MAX_BATCH at a time, a refused one retried after the
+    verdicts before it), so the outcome is drive()'s. For runs without the expiry sweep (config.sweep
+    False).
+
+    `progress(done, total)` is told after each virtual minute."""
+    if config.sweep:
+        raise ValueError("drive_in_memory runs without the expiry sweep")
+    delivery = Delivery()
+    rng = random.Random(config.seed)
+    draws = _draws(config, random.Random(config.seed + 1))
+    clock = [float(config.start)]
+    cache = DeliveryCache(ttl_seconds=config.cache_seconds, clock=lambda: clock[0])
+    offsets = _offsets(config, places, rng)
+    fires: list[tuple[int, int, Fire]] = []
+    seq = itertools.count()
+    asks = _Asks()
+    # Ids only need to be unique within the run: a counter, not uuid7's random bytes (a system call each).
+    numbers = itertools.count(1)
+
+    def new_id() -> uuid.UUID:
+        return uuid.UUID(int=next(numbers))
+
+    minutes = _minutes(config)
+    # With no PoP lost or late every fill plays, and no decision depends on when its fire comes (admission
+    # reads delivered + reserved): the fires are counted at the end, each as its impression would count.
+    every_play_counts = config.pop_loss == 0 and config.pop_late == 0
+    for done, minute in enumerate(minutes, 1):
+        clock[0] = float(minute)
+        batch = _requests(config, places, offsets, minute)
+        if batch:
+            if observe is not None:
+                for request in batch:
+                    observe(request)
+            results: list[tuple[AdRequest, Any] | None] = [None] * len(batch)
+            pending: list[tuple[Operation, int, _Filling]] = []
+            for i, request in enumerate(batch):
+                filling = fill_slot(
+                    catalog,
+                    cache,
+                    asks,
+                    draws(request),
+                    request,
+                    now=minute,
+                    play_window_seconds=config.play_window_seconds,
+                    new_id=new_id,
+                )
+                _step(filling, i, None, results, pending)
+            while pending:
+                chunk = pending[:MAX_BATCH]
+                del pending[:MAX_BATCH]
+                verdicts = ledger.apply([operation for operation, _, _ in chunk])
+                for (_, i, filling), verdict in zip(chunk, verdicts, strict=True):
+                    _step(filling, i, verdict, results, pending)
+            delivery.requests += len(batch)
+            if every_play_counts:
+                delivery.fills += sum(filled is not None for filled in results)
+            else:
+                _schedule_fires(config, rng, results, fires, seq, delivery)
+        due_now = _due(fires, minute)
+        for i in range(0, len(due_now), MAX_BATCH):
+            ledger.apply(due_now[i : i + MAX_BATCH])
+        if progress is not None:
+            progress(done, len(minutes))
+    if every_play_counts:
+        ledger.play_all()
+    return delivery
+
+
+def _step(
+    filling: _Filling,
+    i: int,
+    verdict: Verdict | None,
+    results: list[tuple[AdRequest, Any] | None],
+    pending: list[tuple[Operation, int, _Filling]],
+) -> None:
+    """Run one fill_slot until it asks the ledger again (queued) or returns (its result kept)."""
+    try:
+        ask = filling.send(verdict)
+    except StopIteration as finished:
+        results[i] = finished.value
+        return
+    pending.append((ask.operation, i, filling))
