@@ -25,7 +25,7 @@ from adslot.ledger.store import IMPRESSION_COLUMN, Batch
 IMPRESSION_INDEX = TIME_INDEX[IMPRESSION_COLUMN]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, order=True)
 class Play:
     """An issued ad request whose impression counted: what the forecast's report reads."""
 
