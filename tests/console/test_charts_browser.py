@@ -256,3 +256,39 @@ def test_the_venue_search_shows_its_whole_placeholder(browser: Browser, shots: P
     nav(page, "Venues")
     needed, room = page.locator("input[name=q]").evaluate(PLACEHOLDER_ROOM)
     assert needed <= room, (needed, room)
+
+
+def test_a_forecast_shows_its_progress_and_its_result_on_return(browser: Browser, shots: Path) -> None:
+    """A week of one-minute slots: long enough to watch the bar move, which the page reloads to follow."""
+    from playwright.sync_api import expect
+
+    page = browser.page
+    nav(page, "Forecast")
+    form = page.locator("form", has=page.get_by_role("button", name="Run forecast"))
+    form.locator("select[name=campaign_id]").select_option(label=f"{SECOND_CAMPAIGN} (active)")
+    form.locator("input[name=hours]").fill("168")
+    form.locator("input[name=slot_seconds]").fill("60")
+    form.get_by_role("button", name="Run forecast").click()
+    running = page.get_by_role("region", name="Forecast running")
+    expect(running).to_be_visible()
+    job_url = page.url
+    assert "/forecast/jobs/" in job_url
+    seen: set[float] = set()
+    while page.get_by_role("region", name="Forecast running").count():
+        value = page.locator("section.forecast-job progress").get_attribute("value")
+        if value is not None:
+            seen.add(float(value))
+        if len(seen) >= 2 and max(seen) > 0:
+            break
+        page.wait_for_timeout(100)
+        page.reload()  # as the page does itself every second, a little more often
+    assert len(seen) >= 2 and 0 < max(seen) < 1, f"the bar moved: {sorted(seen)}"
+    running.screenshot(path=str(shots / "forecast-running.png"))
+
+    nav(page, "Health")  # leave it running, then come back
+    page.goto(job_url)
+    result = page.get_by_role("region", name="Forecast result")
+    expect(result).to_be_visible(timeout=120_000)
+    expect(result.locator(".metric", has_text="Slots targeted").locator("strong")).not_to_have_text("0")
+    nav(page, "Forecast")
+    expect(page.locator("details", has_text="Recent forecasts").get_by_text("done").first).to_be_attached()

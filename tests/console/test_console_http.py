@@ -15,7 +15,7 @@ from adslot.console.app import ROUTES
 from adslot.console.users import FREE_FAILURES
 from adslot.storage.database import make_engine
 from adslot.storage.tables import audit_log, venues
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, eventually
 from tests.console.conftest import PASSWORD, ROLE_EMAILS, csrf_of, signed_in
 
 PAGES = ["", "venues", "campaigns", "reports", "play-log", "keys", "health", "forecast", "users", "audit"]
@@ -231,7 +231,29 @@ def test_any_role_may_forecast_and_a_bad_proposal_shows_the_apis_error_by_its_fi
         "/console/production/forecast",
         data={"csrf_token": token, "campaign_id": "1", "hours": "2"},
     )
-    assert made.status_code == 200 and 'aria-label="Forecast result"' in made.text
+    assert made.status_code == 303 and made.headers["location"].startswith(
+        "/console/production/forecast/jobs/"
+    )
+    job = made.headers["location"]
+    assert eventually(lambda: 'aria-label="Forecast result"' in http.get(job).text, timeout=60)
+    assert http.get(job + "x").status_code == 404
+
+
+def test_a_forecast_job_cancelled_says_so_and_an_unknown_one_is_not_found(console_live: LiveServer) -> None:
+    http = signed_in(console_live, "viewer")
+    token = csrf_of(http.get("/console/production/forecast").text)
+    made = http.post(
+        "/console/production/forecast",
+        data={"csrf_token": token, "campaign_id": "1", "hours": "168", "slot_seconds": "60"},
+    )
+    job = made.headers["location"]
+    running = http.get(job)
+    assert 'aria-label="Forecast running"' in running.text and running.headers["refresh"] == "1"
+    cancelled = http.post(job + "/cancel", data={"csrf_token": token})
+    assert cancelled.status_code == 303
+    assert eventually(lambda: "This forecast was cancelled." in http.get(job).text, timeout=60)
+    assert 'aria-label="Forecast result"' not in http.get(job).text
+    assert http.get("/console/production/forecast/jobs/0123456789abcdef").status_code == 404
 
 
 def test_an_admin_sets_a_password_and_disables_a_user_from_the_console_and_their_sessions_end(

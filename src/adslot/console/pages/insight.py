@@ -4,24 +4,31 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 import multiprocessing
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import anyio.to_thread
+import msgspec
 from litestar import Request, Response, get, post
+from litestar.exceptions import NotFoundException
+from litestar.params import PathParameter
+from litestar.response import Redirect
 
 from adslot.campaigns import repository as campaigns_repo
 from adslot.campaigns.schemas import DAYS, CampaignIn, CreativeIn
 from adslot.console.charts import Series, line_chart
 from adslot.console.figures import DAY, hour_floor
+from adslot.console.forecast_jobs import Cancelled, Job, JobError, Jobs
 from adslot.console.forms import decode, digits, number, row_id, text, utc_input
 from adslot.console.pages.campaigns import CAP_ROWS, DAYPART_ROWS, RULE_SETS, campaign_body
-from adslot.console.web import ROOT, EnvName, console_of, form_fields, render
+from adslot.console.web import CSRF_FIELD, ROOT, EnvName, console_of, form_fields, render
 from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.ledger.ivt import HINTS
@@ -36,6 +43,9 @@ from adslot.simulation.forecast import (
     forecast,
 )
 from adslot.storage.database import make_engine, read_transaction
+
+log = logging.getLogger(__name__)
+JobId = Annotated[str, PathParameter(description="a forecast job's id")]
 
 CRITERIA_LABELS = {
     health.FILL: "Ad requests answered with a VAST",
@@ -92,6 +102,7 @@ async def _page(
     form: dict[str, Any],
     report: ForecastReport | None = None,
     error: ApiError | None = None,
+    job: tuple[str, Job] | None = None,
 ) -> Response[str]:
     advertisers = await env.run_sync(campaigns_repo.list_advertisers)
     found = await env.run_sync(campaigns_repo.list_campaigns)
@@ -132,6 +143,9 @@ async def _page(
         rule_sets=RULE_SETS,
         campaign=None,
         max_hours=MAX_HOURS,
+        job=job,
+        jobs=_jobs(env).recent(),
+        headers={"refresh": "1"} if job is not None and job[1].state == "running" else None,
     )
 
 
@@ -181,31 +195,77 @@ def _proposal(form: dict[str, str]) -> Proposal:
 
 FORECASTS = asyncio.Semaphore(1)
 """One forecast at a time per worker: each takes a core for seconds to minutes."""
+RUNNING: set[asyncio.Task[None]] = set()
+"""The jobs this worker runs, kept referenced until they end."""
+
+
+def _jobs(env: Environment) -> Jobs:
+    return Jobs(env.settings.data_dir / "forecasts" / "jobs")
 
 
 def _run(
-    config: EnvironmentSettings, proposal: Proposal, data_dir: Path, hours: int | None, slot_seconds: int
-) -> ForecastReport:
+    config: EnvironmentSettings,
+    proposal: Proposal,
+    data_dir: Path,
+    hours: int | None,
+    slot_seconds: int,
+    jobs: Jobs,
+    job_id: str,
+) -> None:
     engine = make_engine(config)
-    try:
+
+    def run(progress: Callable[[float], None]) -> ForecastReport:
         with read_transaction(engine) as conn:
-            return forecast(conn, proposal, data_dir=data_dir, hours=hours, slot_seconds=slot_seconds)
+            return forecast(
+                conn, proposal, data_dir=data_dir, hours=hours, slot_seconds=slot_seconds, progress=progress
+            )
+
+    try:
+        jobs.finish(job_id, run)
     finally:
         engine.dispose()
 
 
 def in_child_process(
-    config: EnvironmentSettings, proposal: Proposal, data_dir: Path, hours: int | None, slot_seconds: int
-) -> ForecastReport:
+    config: EnvironmentSettings,
+    proposal: Proposal,
+    data_dir: Path,
+    hours: int | None,
+    slot_seconds: int,
+    jobs: Jobs,
+    job_id: str,
+) -> None:
     """The forecast in a process of its own: it is CPU-bound for up to minutes, and in a worker's thread it
-    would hold the interpreter lock the worker's ad requests and pixels need."""
+    would hold the interpreter lock the worker's ad requests and pixels need. It writes its progress and its
+    end to the job's file."""
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(_run, config, proposal, data_dir, hours, slot_seconds).result()
+        pool.submit(_run, config, proposal, data_dir, hours, slot_seconds, jobs, job_id).result()
+
+
+async def _in_background(env: Environment, jobs: Jobs, job_id: str, run: Callable[[], None]) -> None:
+    try:
+        async with FORECASTS:
+            if jobs.cancelled(job_id):
+                jobs.finish(job_id, _cancelled)
+                return
+            await anyio.to_thread.run_sync(run)
+    except Exception as exc:  # the child died: say so on the job rather than leave it running forever
+        log.exception("console: forecast job %s failed", job_id)
+        job = jobs.read(job_id)
+        if job is not None and job.state == "running":
+            error = JobError(500, "forecast_failed", f"the forecast stopped: {type(exc).__name__}")
+            jobs.write(job_id, msgspec.structs.replace(job, state="failed", error=error))
+
+
+def _cancelled(progress: Callable[[float], None]) -> ForecastReport:
+    progress(0.0)
+    raise Cancelled("cancelled before it started")
 
 
 @post(ROOT + "/{env_name:str}/forecast", include_in_schema=False)
-async def forecast_run(request: Request[Any, Any, Any], env_name: EnvName) -> Response[str]:
-    """A forecast reads and never writes: any role may run one."""
+async def forecast_run(request: Request[Any, Any, Any], env_name: EnvName) -> Response[Any]:
+    """A forecast reads and never writes: any role may run one. It runs as a job: the answer is the job's
+    page, which shows its progress until the result."""
     env = console_of(request).env(env_name)
     form = await form_fields(request)
     data_dir = env.settings.data_dir / "forecasts"
@@ -221,13 +281,50 @@ async def forecast_run(request: Request[Any, Any, Any], env_name: EnvName) -> Re
             )
         hours = int(hours_text) if hours_text and len(hours_text) < 7 else None
         slot_seconds = int(slot_text) if slot_text and len(slot_text) < 7 else 300
-        async with FORECASTS:
-            report = await anyio.to_thread.run_sync(
-                lambda: in_child_process(env.config, proposal, data_dir, hours, slot_seconds)
-            )
     except ApiError as error:
         return await _page(request, env, form=_forecast_defaults() | form, error=error)
-    return await _page(request, env, form=_forecast_defaults() | form, report=report)
+    jobs = _jobs(env)
+    kept = {k: v for k, v in form.items() if k != CSRF_FIELD}
+    job_id = jobs.create(kept)
+    config = env.config
+    task = asyncio.create_task(
+        _in_background(
+            env,
+            jobs,
+            job_id,
+            lambda: in_child_process(config, proposal, data_dir, hours, slot_seconds, jobs, job_id),
+        )
+    )
+    RUNNING.add(task)
+    task.add_done_callback(RUNNING.discard)
+    return Redirect(f"{ROOT}/{env.name}/forecast/jobs/{job_id}", status_code=303)
 
 
-ROUTES = [health_page, forecast_form, forecast_run]
+def _job_of(env: Environment, job_id: str) -> tuple[Jobs, Job]:
+    jobs = _jobs(env)
+    job = jobs.read(job_id)
+    if job is None:
+        raise NotFoundException("no such forecast")
+    return jobs, job
+
+
+@get(ROOT + "/{env_name:str}/forecast/jobs/{job_id:str}", include_in_schema=False)
+async def forecast_job(request: Request[Any, Any, Any], env_name: EnvName, job_id: JobId) -> Response[str]:
+    """A forecast job: its progress while it runs (the page reloads itself every second), then its result
+    beside the form it was asked with; the page can be left and come back to."""
+    env = console_of(request).env(env_name)
+    _, job = _job_of(env, job_id)
+    form = _forecast_defaults() | job.form
+    error = job.error.as_api_error() if job.error is not None else None
+    return await _page(request, env, form=form, report=job.report, error=error, job=(job_id, job))
+
+
+@post(ROOT + "/{env_name:str}/forecast/jobs/{job_id:str}/cancel", include_in_schema=False)
+async def forecast_cancel(request: Request[Any, Any, Any], env_name: EnvName, job_id: JobId) -> Response[Any]:
+    env = console_of(request).env(env_name)
+    jobs, _ = _job_of(env, job_id)
+    jobs.cancel(job_id)
+    return Redirect(f"{ROOT}/{env.name}/forecast/jobs/{job_id}", status_code=303)
+
+
+ROUTES = [health_page, forecast_form, forecast_run, forecast_job, forecast_cancel]
