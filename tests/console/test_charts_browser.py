@@ -239,7 +239,7 @@ def test_the_forecast_shows_its_cut_last_day_as_partial(browser: Browser, shots:
     form.locator("input[name=hours]").fill("80")
     form.get_by_role("button", name="Run forecast").click()
     result = page.get_by_role("region", name="Forecast result")
-    expect(result).to_be_visible()
+    expect(result).to_be_visible(timeout=60_000)  # the job's page reloads until done
     svg = result.locator("svg.chart")
     assert_readable(svg)
     labels = svg.locator("text.tick:not(.value)").all_text_contents()

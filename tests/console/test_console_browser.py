@@ -277,7 +277,7 @@ def test_an_admin_runs_the_business_from_the_console(browser: Browser, live: Liv
     form.locator("input[name=hours]").fill("24")
     form.get_by_role("button", name="Run forecast").click()
     result = page.get_by_role("region", name="Forecast result")
-    expect(result).to_be_visible()
+    expect(result).to_be_visible(timeout=60_000)  # the job's page reloads until done
     expect(result.locator(".metric", has_text="Slots targeted").locator("strong")).to_have_text("288")
 
     nav(page, "Users")

@@ -7,6 +7,7 @@ import datetime as dt
 import logging
 import multiprocessing
 import time
+import weakref
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -193,8 +194,10 @@ def _proposal(form: dict[str, str]) -> Proposal:
     return NewCampaign(campaign, [made])
 
 
-FORECASTS = asyncio.Semaphore(1)
-"""One forecast at a time per worker: each takes a core for seconds to minutes."""
+FORECASTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
+"""One forecast at a time per worker (per event loop): each takes a core for seconds to minutes."""
 RUNNING: set[asyncio.Task[None]] = set()
 """The jobs this worker runs, kept referenced until they end."""
 
@@ -244,7 +247,7 @@ def in_child_process(
 
 async def _in_background(env: Environment, jobs: Jobs, job_id: str, run: Callable[[], None]) -> None:
     try:
-        async with FORECASTS:
+        async with FORECASTS.setdefault(asyncio.get_running_loop(), asyncio.Semaphore(1)):
             if jobs.cancelled(job_id):
                 jobs.finish(job_id, _cancelled)
                 return
