@@ -20,7 +20,7 @@ from adslot.audit import audited
 from adslot.auth import repository as keys_repo
 from adslot.campaigns import repository as campaigns_repo
 from adslot.campaigns.schemas import AdvertiserIn, CampaignIn, CampaignPatch, CreativeIn, CreativePatch
-from adslot.console.commands import users_group
+from adslot.console.commands import revoke_link, share_link, users_group
 from adslot.db_commands import db_backup, db_restore, db_rollup
 from adslot.demand import repository as demand_repo
 from adslot.demand.partners import PartnerIn, PartnerPatch
@@ -499,6 +499,10 @@ def campaigns_update_creative(env_name: str, campaign_id: int, creative_id: int,
             write=True,
         )
     )
+
+
+campaigns.add_command(share_link)
+campaigns.add_command(revoke_link)
 
 
 @main.group()

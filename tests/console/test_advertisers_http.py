@@ -24,6 +24,7 @@ from adslot.inventory.schemas import ScreenIn, VenueIn
 from adslot.storage.database import make_engine
 from adslot.storage.tables import metadata
 from tests.conftest import (
+    PROD_VENUE,
     LiveServer,
     drop_schemas,
     free_port,
@@ -37,6 +38,8 @@ ADVERTISER_EMAIL = "proof@acme.example"
 B_VENUE = "zenith-hall"
 B_SCREEN = "hall-1"
 B_CAMPAIGN = "Zenith winter"
+A_PLAYS = 5
+B_PLAYS = 3
 MOVING_TABLES = frozenset(
     {
         "console_sessions",
@@ -120,7 +123,24 @@ def start_advertisers_server(tmp: Any, backend: str) -> tuple[LiveServer, list[s
     create_users(server)
     b = seed_advertiser_b(server)
     create_advertiser_user(server, [advertiser_a_id(server)])
+    play(server, PROD_VENUE, None, A_PLAYS)
+    play(server, B_VENUE, B_SCREEN, B_PLAYS)
     return server, schemas, {"a_campaign": extra["campaign_id"], **{f"b_{k}": v for k, v in b.items()}}
+
+
+def play(live: LiveServer, venue_id: str, screen_id: str | None, count: int) -> None:
+    """Ad requests through the public API, each filled and its impression fired; the first also completed."""
+    assert live.keys is not None
+    with httpx.Client(base_url=live.url, timeout=10) as http:
+        for n in range(count):
+            body: dict[str, Any] = {"venue_id": venue_id, "play_time": int(time.time()) + 60 + 30 * n}
+            if screen_id:
+                body["screen_id"] = screen_id
+            answer = http.post("/api/v1/ad/request", headers={"Ssp-Key": live.keys.production}, json=body)
+            assert answer.status_code == 200, answer.text
+            uuid_text = answer.json()["data"]["ad_request_uuid"]
+            fired = http.get("/api/v1/ad/callback/", params={"ad_request_uuid": uuid_text})
+            assert fired.status_code in (200, 204)
 
 
 def advertiser_signed_in(live: LiveServer) -> httpx.Client:

@@ -3,6 +3,8 @@ refusals with the API's codes, and every change in the audit log."""
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import sqlalchemy as sa
 from click.testing import CliRunner, Result
 
 from adslot.cli import main
-from adslot.console import users
+from adslot.console import share_links, users
 from adslot.environment import transact
 from adslot.settings import load_settings
 from adslot.storage.database import make_engine
@@ -155,5 +157,52 @@ def test_an_advertiser_user_is_bound_to_the_advertisers_given_and_audited(invoke
             entry = conn.execute(sa.select(audit_log).where(audit_log.c.action == "user.create")).mappings()
             after = [e["after"] for e in entry]
         assert any('"advertiser_ids":[1,3]' in (a or "").replace(" ", "") for a in after), after
+    finally:
+        db.dispose()
+
+
+def test_a_share_link_is_made_and_revoked_from_the_shell_and_audited(invoke: Invoke) -> None:
+    assert invoke("campaigns", "add-advertiser", "--name", "Acme").exit_code == 0
+    added = invoke(
+        "campaigns",
+        "add",
+        "--advertiser-id",
+        "1",
+        "--name",
+        "Spring",
+        "--start-at",
+        "1800000000",
+        "--end-at",
+        "1800086400",
+    )
+    assert added.exit_code == 0, added.output
+    refused = invoke("campaigns", "share-link", "--campaign-id", "1", "--days", "400")
+    assert refused.exit_code == 2 and "invalid_field" in refused.output and "days" in refused.output
+    made = invoke("campaigns", "share-link", "--campaign-id", "1", "--days", "7", "--label", "agency")
+    assert made.exit_code == 0, made.output
+    url, described = made.output.splitlines()
+    assert re.match(r"^https?://[^/]+/console/shared/production/adslot_share_[A-Za-z0-9_-]{32}$", url)
+    assert described.startswith("link 1: expires ")
+    db = engine()
+    try:
+        now = int(time.time())
+        opened = transact(db, lambda c: share_links.open_link(c, url.rsplit("/", 1)[1], now), write=True)
+        assert opened is not None and opened.opens == 1 and opened.label == "agency"
+        assert opened.expires_at - opened.created_at == 7 * 86400
+        assert (opened.period_start, opened.period_end) == (1800000000, 1800086400)
+        revoked = invoke("campaigns", "revoke-link", "1")
+        assert revoked.exit_code == 0 and "link 1 revoked" in revoked.output
+        assert (
+            transact(db, lambda c: share_links.open_link(c, url.rsplit("/", 1)[1], now), write=True) is None
+        )
+        again = invoke("campaigns", "revoke-link", "1")
+        assert again.exit_code == 2 and "unknown_share_link" in again.output
+        with db.connect() as conn:
+            actions = conn.execute(sa.select(audit_log.c.action, audit_log.c.after)).all()
+        assert [a for a, _ in actions if a.startswith("share-link")] == [
+            "share-link.create",
+            "share-link.revoke",
+        ]
+        assert not any(url.rsplit("/", 1)[1] in (after or "") for _, after in actions)
     finally:
         db.dispose()

@@ -7,7 +7,18 @@ from collections.abc import Mapping
 from litestar import Litestar
 from litestar.exceptions import HTTPException
 
-from adslot.console.pages import admin, campaigns, demand, insight, overview, reports, signing, venues
+from adslot.console.pages import (
+    admin,
+    campaigns,
+    demand,
+    insight,
+    overview,
+    proof,
+    reports,
+    share,
+    signing,
+    venues,
+)
 from adslot.console.web import (
     Console,
     api_error_page,
@@ -26,6 +37,8 @@ ROUTES = [
     *overview.ROUTES,
     *venues.ROUTES,
     *campaigns.ROUTES,
+    *proof.ROUTES,
+    *share.ROUTES,
     *reports.ROUTES,
     *insight.ROUTES,
     *demand.ROUTES,

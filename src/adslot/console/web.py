@@ -46,6 +46,8 @@ T = TypeVar("T")
 log = logging.getLogger("adslot.console")
 ROOT = "/console"
 SIGN_IN = ROOT + "/sign-in"
+SHARED = ROOT + "/shared"
+"""Share links' reports (pages/share.py): opened without signing in, by the link's token alone."""
 CSRF_FIELD = "csrf_token"
 PRE_SESSION_COOKIE = "adslot_console_csrf"
 """Before sign-in there is no session to bind a token to: the sign-in form's token is also a cookie."""
@@ -172,7 +174,7 @@ async def current_user(request: Request[Any, Any, Any]) -> User | None:
 async def before_request(request: Request[Any, Any, Any]) -> Response[Any] | None:
     """Load the session's user, or send the browser to sign in; refuse a POST without its CSRF token."""
     path = request.url.path
-    if path.startswith(ROOT + "/static/"):
+    if path.startswith((ROOT + "/static/", SHARED + "/")):
         return None
     if path == SIGN_IN:
         if request.method == "POST":

@@ -20,6 +20,7 @@ from adslot.campaigns.schemas import (
     CreativeIn,
     CreativePatch,
 )
+from adslot.console import share_links
 from adslot.console.charts import Series, line_chart
 from adslot.console.figures import DAY, HOUR, campaign_delivery, delivery, hour_floor
 from adslot.console.forms import Form, decode, drop_none, number, text, utc_input, utc_time, words
@@ -378,17 +379,21 @@ async def campaign_detail(
     request: Request[Any, Any, Any], env_name: EnvName, campaign_id: RowId
 ) -> Response[str]:
     env = console_of(request).env(env_name)
-    return await _detail(request, env, campaign_id)
+    return await campaign_page(request, env, campaign_id)
 
 
-async def _detail(
+async def campaign_page(
     request: Request[Any, Any, Any],
     env: Environment,
     campaign_id: int,
     *,
     creative_form: dict[str, Any] | None = None,
     error: ApiError | None = None,
+    share_form: dict[str, Any] | None = None,
+    share_error: ApiError | None = None,
+    new_link: str | None = None,
 ) -> Response[str]:
+    """The campaign's page; its share links for staff (an advertiser user never sees them)."""
     now = int(time.time())
     campaign = await env.run_sync(lambda c: campaigns_repo.get_campaign(c, campaign_id))
     read_scope(request).check_campaign(campaign.id, campaign.advertiser_id)
@@ -411,6 +416,8 @@ async def _detail(
         at = int(dt.datetime.fromisoformat(str(row.hour)).timestamp())
         hourly[at] = Delivered(row.plays, row.impressions).of(metric, campaign.cpm)
     goals = (await campaign_delivery(env, [campaign], now))[campaign.id].goals
+    staff = read_scope(request).everything
+    links = await env.run_sync(lambda c: share_links.list_links(c, campaign.id)) if staff else []
     mount = env.config.mount_path
     return render(
         request,
@@ -424,6 +431,11 @@ async def _detail(
         preview_base=mount,
         creative_form=creative_form or {"weight": 100, "mime_type": "video/mp4"},
         error=error,
+        share_links=links,
+        share_form=share_form or {"days": share_links.DEFAULT_DAYS},
+        share_error=share_error,
+        new_link=new_link,
+        now=now,
     )
 
 
@@ -461,7 +473,7 @@ async def creative_create(
             lambda c: campaigns_repo.add_creative(c, campaign_id, data),
         )
     except ApiError as error:
-        return await _detail(request, env, campaign_id, creative_form=form, error=error)
+        return await campaign_page(request, env, campaign_id, creative_form=form, error=error)
     return Redirect(f"{ROOT}/{env.name}/campaigns/{campaign_id}", status_code=303)
 
 
@@ -488,7 +500,7 @@ async def creative_update(
             ),
         )
     except ApiError as error:
-        return await _detail(request, env, campaign_id, error=error)
+        return await campaign_page(request, env, campaign_id, error=error)
     return Redirect(f"{ROOT}/{env.name}/campaigns/{campaign_id}", status_code=303)
 
 
