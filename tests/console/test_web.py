@@ -3,6 +3,7 @@ body holds the user's email and a CSRF token."""
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Any
 
 import httpx
@@ -11,7 +12,7 @@ from litestar.params import PathParameter
 from litestar.testing import TestClient
 
 from adslot.console.app import build_console
-from adslot.console.web import ROOT, SECURITY_HEADERS
+from adslot.console.web import ROOT, SECURITY_HEADERS, SHARED
 from adslot.inventory.csv_import import MAX_CSV_BYTES
 from tests.conftest import LiveServer
 from tests.console.conftest import ROLE_EMAILS, csrf_of, signed_in
@@ -70,3 +71,25 @@ def test_a_console_page_that_fails_answers_500_with_the_security_headers_and_no_
     assert answer.status_code == 500 and "Something went wrong" in answer.text
     for name, value in SECURITY_HEADERS.items():
         assert answer.headers.get(name) == value, name
+
+
+def test_a_share_link_page_that_fails_is_logged_without_its_token(
+    console_live: LiveServer, caplog: Any
+) -> None:
+    assert console_live.app is not None
+
+    @get(SHARED + "/production/{token:str}/failing", include_in_schema=False, sync_to_thread=False)
+    def failing(request: Request[Any, Any, Any], token: Annotated[str, PathParameter()]) -> str:
+        raise RuntimeError("a shared page that fails")
+
+    app = build_console(console_live.app.environments)
+    app.register(failing)
+    with (
+        caplog.at_level(logging.WARNING, logger="adslot.console"),
+        TestClient(app, raise_server_exceptions=False) as client,
+    ):
+        answer = client.get(SHARED + "/production/adslot_share_SECRETTOKEN/failing")
+    assert answer.status_code == 500
+    logged = [r.getMessage() for r in caplog.records if "failed" in r.getMessage()]
+    assert logged == ["console: GET /console/shared/production/(token) failed"]
+    assert not any("SECRETTOKEN" in r.getMessage() for r in caplog.records)

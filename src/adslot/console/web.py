@@ -200,8 +200,15 @@ async def before_request(request: Request[Any, Any, Any]) -> Response[Any] | Non
     return None
 
 
+def logged_path(path: str) -> str:
+    """The path as a log line may hold it: a share link's token (its secret) cut off."""
+    if path.startswith(SHARED + "/"):
+        return "/".join(path.split("/")[:4]) + "/(token)"
+    return path
+
+
 def csrf_refused(request: Request[Any, Any, Any]) -> Response[str]:
-    log.warning("console: POST %s refused: missing or wrong CSRF token", request.url.path)
+    log.warning("console: POST %s refused: missing or wrong CSRF token", logged_path(request.url.path))
     return message_page(
         request,
         403,
@@ -301,11 +308,11 @@ def api_error_page(request: Request[Any, Any, Any], exc: ApiError) -> Response[s
 
 def internal_error_page(request: Request[Any, Any, Any], exc: Exception) -> Response[str]:
     if unavailable(exc):
-        log.warning("console: storage unavailable for %s: %s", request.url.path, exc)
+        log.warning("console: storage unavailable for %s: %s", logged_path(request.url.path), exc)
         return message_page(
             request, 503, "Storage unavailable", "The database cannot take this right now; retry shortly."
         )
-    log.exception("console: %s %s failed", request.method, request.url.path)
+    log.exception("console: %s %s failed", request.method, logged_path(request.url.path))
     return message_page(request, 500, "Something went wrong", "The error has been logged.")
 
 
