@@ -68,6 +68,18 @@ def test_an_advertisers_proof_of_play_report_carries_the_apis_figures_and_csv(
     assert csv.status_code == 200 and csv.headers["content-type"].startswith("text/csv")
     same = api_report(live, **asked, group_by="day,venue,screen", timezone="UTC", format="csv")
     assert csv.text == same.text and str(A_PLAYS) in csv.text
+    plays = http.get(f"/console/production/campaigns/{ids['a_campaign']}/play-log.csv")
+    assert plays.status_code == 200 and plays.headers["content-type"].startswith("text/csv")
+    lines = plays.text.strip().splitlines()
+    assert len(lines) == 1 + A_PLAYS and lines[0].startswith("ad_request_uuid,venue_id,")
+    assert all(line.split(",")[4] == str(ids["a_campaign"]) for line in lines[1:])
+    assert live.keys is not None
+    venue_log = httpx.get(  # only A's campaign plays at venue-1: the API's play log of it is A's
+        f"{live.url}/api/v1/reports/playlog",
+        params={"venue_id": "venue-1", "format": "csv", **period(page.text)},
+        headers={"Ssp-Key": live.keys.production_admin},
+    )
+    assert venue_log.status_code == 200 and plays.text == venue_log.text
 
 
 def test_a_share_link_opens_signed_out_counts_its_openings_and_stops_once_revoked(
@@ -90,6 +102,8 @@ def test_a_share_link_opens_signed_out_counts_its_openings_and_stops_once_revoke
             assert "Acme agency" in opened.text and "Sign out" not in opened.text
         assert figures(opened.text)["plays"] == A_PLAYS
         assert anyone.get(f"{url}/report.csv").status_code == 200
+        log = anyone.get(f"{url}/play-log.csv")
+        assert log.status_code == 200 and len(log.text.strip().splitlines()) == 1 + A_PLAYS
     listed = admin.get(campaign).text
     row = re.search(r'<tr data-link="(\d+)">.*?data-opens>(\d+)<', listed, flags=re.DOTALL)
     assert row and row.group(2) == "2"
@@ -107,6 +121,7 @@ def test_a_share_link_opens_signed_out_counts_its_openings_and_stops_once_revoke
     with httpx.Client(timeout=30) as anyone:
         assert anyone.get(url).status_code == 404
         assert anyone.get(f"{url}/report.csv").status_code == 404
+        assert anyone.get(f"{url}/play-log.csv").status_code == 404
     assert "share-link.revoke" in admin.get("/console/production/audit").text
 
 

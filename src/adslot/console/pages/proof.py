@@ -4,12 +4,15 @@ signed-in user whose scope holds the campaign, or for anyone with a live share l
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 from litestar import Request, Response, get
+from litestar.response import Stream
 
 from adslot.api.reports import CSV, attachment
 from adslot.campaigns import repository as campaigns_repo
@@ -20,9 +23,9 @@ from adslot.console.scope import OPEN_TO_ADVERTISERS
 from adslot.console.web import ROOT, EnvName, RowId, console_of, read_scope, render
 from adslot.environment import Environment
 from adslot.errors import ApiError
-from adslot.reporting.formats import delivery_csv
-from adslot.reporting.query import parse_delivery
-from adslot.reporting.repository import delivery_report
+from adslot.reporting.formats import delivery_csv, playlog_csv_header, playlog_csv_rows
+from adslot.reporting.query import Cursor, parse_delivery
+from adslot.reporting.repository import PLAYLOG_BATCH, cursor_after, delivery_report
 from adslot.reporting.schemas import PLAY_COLUMNS, DeliveryReport, PlayRow
 from adslot.storage.tables import ad_requests, advertisers, screens, venues
 
@@ -52,25 +55,70 @@ def report(conn: sa.Connection, campaign: Campaign, start: int, end: int, now: i
     return delivery_report(conn, query, now)
 
 
-def sample_plays(conn: sa.Connection, campaign_id: int, start: int, end: int) -> list[PlayRow]:
-    """The period's most recent plays of the campaign, as the API's play log rows."""
+def _plays(campaign_id: int, start: int, end: int) -> sa.Select[Any]:
+    """The campaign's played ad requests over [start, end), as the API's play log rows."""
     t = ad_requests.c
-    statement = (
-        sa.select(*(t.id.label(n) if n == "ad_request_uuid" else t[n] for n in PLAY_COLUMNS))
-        .where(
-            t.play_time >= start,
-            t.play_time < end,
-            t.campaign_id == campaign_id,
-            t.impression_at.is_not(None),
-        )
-        .order_by(t.play_time.desc(), t.id.desc())
-        .limit(proof.SAMPLE_PLAYS)
+    return sa.select(*(t.id.label(n) if n == "ad_request_uuid" else t[n] for n in PLAY_COLUMNS)).where(
+        t.play_time >= start,
+        t.play_time < end,
+        t.campaign_id == campaign_id,
+        t.impression_at.is_not(None),
     )
+
+
+def _rows(conn: sa.Connection, statement: sa.Select[Any]) -> list[PlayRow]:
     out = []
     for row in conn.execute(statement).mappings():
         values = dict(row) | {"ad_request_uuid": str(row["ad_request_uuid"])}
         out.append(PlayRow(**values | {"impressions": float(values["impressions"])}))
     return out
+
+
+def sample_plays(conn: sa.Connection, campaign_id: int, start: int, end: int) -> list[PlayRow]:
+    """The period's most recent plays of the campaign."""
+    t = ad_requests.c
+    statement = _plays(campaign_id, start, end).order_by(t.play_time.desc(), t.id.desc())
+    return _rows(conn, statement.limit(proof.SAMPLE_PLAYS))
+
+
+def campaign_plays(
+    conn: sa.Connection, campaign_id: int, start: int, end: int, after: Cursor | None, limit: int
+) -> list[PlayRow]:
+    """Up to `limit` plays of the campaign by (play_time, id), after the cursor: the play log's order."""
+    t = ad_requests.c
+    statement = _plays(campaign_id, start, end).order_by(t.play_time, t.id).limit(limit)
+    if after is not None:
+        statement = statement.where(
+            sa.or_(t.play_time > after.play_time, sa.and_(t.play_time == after.play_time, t.id > after.id))
+        )
+    return _rows(conn, statement)
+
+
+async def stream_plays(env: Environment, campaign_id: int, start: int, end: int) -> AsyncIterator[bytes]:
+    """Every play of the campaign in the API's play log CSV, PLAYLOG_BATCH rows per short read."""
+    yield playlog_csv_header()
+    after = None
+    while True:
+        rows = await env.run_sync(
+            functools.partial(
+                campaign_plays,
+                campaign_id=campaign_id,
+                start=start,
+                end=end,
+                after=after,
+                limit=PLAYLOG_BATCH,
+            )
+        )
+        if rows:
+            yield playlog_csv_rows(rows)
+        if len(rows) < PLAYLOG_BATCH:
+            return
+        after = cursor_after(rows[-1])
+
+
+def plays_csv(env: Environment, campaign: Campaign, start: int, end: int) -> Stream:
+    name = f"play-log-campaign-{campaign.id}-{start}-{end}.csv"
+    return Stream(stream_plays(env, campaign.id, start, end), media_type=CSV, headers=attachment(name))
 
 
 def read_proof(conn: sa.Connection, campaign: Campaign, start: int, end: int, now: int) -> Proof:
@@ -131,6 +179,7 @@ def proof_page(
     found: Proof,
     *,
     csv_link: str,
+    plays_link: str,
     shared: Any = None,
 ) -> Response[str]:
     """The report; `env` None for a shared link's page (no console around it)."""
@@ -154,6 +203,7 @@ def proof_page(
         methodology=proof.METHODOLOGY,
         generated_at=int(time.time()),
         csv_link=csv_link,
+        plays_link=plays_link,
         shared=shared,
         form={
             "from": time.strftime("%Y-%m-%d", time.gmtime(found.start)),
@@ -187,8 +237,9 @@ async def campaign_proof(
     now = int(time.time())
     found = await env.run_sync(lambda c: read_proof(c, campaign, start, end, now))
     query = f"?{request.url.query}" if request.url.query else ""
+    base = f"{ROOT}/{env.name}/campaigns/{campaign.id}"
     return proof_page(
-        request, env, found, csv_link=f"{ROOT}/{env.name}/campaigns/{campaign.id}/proof.csv{query}"
+        request, env, found, csv_link=f"{base}/proof.csv{query}", plays_link=f"{base}/play-log.csv{query}"
     )
 
 
@@ -204,4 +255,14 @@ async def campaign_proof_csv(
     return proof_csv(campaign, figures, start, end)
 
 
-ROUTES = [campaign_proof, campaign_proof_csv]
+@get(BASE + "/play-log.csv", include_in_schema=False, opt={OPEN_TO_ADVERTISERS: True})
+async def campaign_play_log_csv(
+    request: Request[Any, Any, Any], env_name: EnvName, campaign_id: RowId
+) -> Stream:
+    env = console_of(request).env(env_name)
+    campaign = await campaign_in_scope(request, env, campaign_id)
+    start, end = period(request.query_params, campaign)
+    return plays_csv(env, campaign, start, end)
+
+
+ROUTES = [campaign_proof, campaign_proof_csv, campaign_play_log_csv]

@@ -9,14 +9,14 @@ from typing import Annotated, Any
 from litestar import Request, Response, get, post
 from litestar.exceptions import NotFoundException
 from litestar.params import PathParameter
-from litestar.response import Redirect
+from litestar.response import Redirect, Stream
 
 from adslot.campaigns import repository as campaigns_repo
 from adslot.console import share_links
 from adslot.console.figures import DAY
 from adslot.console.forms import digits, number, text
 from adslot.console.pages.campaigns import campaign_page
-from adslot.console.pages.proof import csv_report, proof_csv, proof_page, read_proof, utc_day
+from adslot.console.pages.proof import csv_report, plays_csv, proof_csv, proof_page, read_proof, utc_day
 from adslot.console.roles import TRAFFIC
 from adslot.console.web import ROOT, SHARED, EnvName, RowId, actor, change, console_of, form_fields, need
 from adslot.errors import ApiError
@@ -103,8 +103,10 @@ async def shared_report(request: Request[Any, Any, Any], env_name: EnvName, toke
         return read_proof(conn, campaign, link.period_start, link.period_end, now)
 
     found = await env.run_sync(read)
-    csv_link = share_links.link_path(env.name, token) + "/report.csv"
-    return proof_page(request, None, found, csv_link=csv_link, shared=link)
+    path = share_links.link_path(env.name, token)
+    return proof_page(
+        request, None, found, csv_link=f"{path}/report.csv", plays_link=f"{path}/play-log.csv", shared=link
+    )
 
 
 @get(SHARED + "/{env_name:str}/{token:str}/report.csv", include_in_schema=False)
@@ -125,4 +127,15 @@ async def shared_report_csv(
     return proof_csv(campaign, figures, link.period_start, link.period_end)
 
 
-ROUTES = [share_link_create, share_link_revoke, shared_report, shared_report_csv]
+@get(SHARED + "/{env_name:str}/{token:str}/play-log.csv", include_in_schema=False)
+async def shared_play_log_csv(request: Request[Any, Any, Any], env_name: EnvName, token: Token) -> Stream:
+    env = console_of(request).env(env_name)
+    now = int(time.time())
+    link = await env.run_sync(lambda c: share_links.find_live(c, token, now))
+    if link is None:
+        raise NotFoundException(GONE)
+    campaign = await env.run_sync(lambda c: campaigns_repo.get_campaign(c, link.campaign_id))
+    return plays_csv(env, campaign, link.period_start, link.period_end)
+
+
+ROUTES = [share_link_create, share_link_revoke, shared_report, shared_report_csv, shared_play_log_csv]
