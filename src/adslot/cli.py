@@ -33,6 +33,7 @@ from adslot.inventory.schemas import ScreenIn, ScreenPatch, VenueIn, VenuePatch
 from adslot.ledger.backends import with_writer_processes
 from adslot.ledger.ivt import ivt_config
 from adslot.ledger.shared_writer import shared_writers
+from adslot.player.commands import player_settings, screens_group
 from adslot.settings import ENVIRONMENTS, SettingsError, load_settings
 from adslot.shell import CommandError, api_error, cli_actor, run_on
 from adslot.telemetry.logs import configure_logging
@@ -921,6 +922,8 @@ def simulate(
 
 
 main.add_command(users_group)
+main.add_command(screens_group)
+venues.add_command(player_settings)
 
 if __name__ == "__main__":
     main()

@@ -15,6 +15,8 @@ from adslot.api.pages import PAGE_ROUTES
 from adslot.api.pop_batch_route import pop_batch
 from adslot.api.reports import REPORT_CONTROLLERS
 from adslot.environment import Environment
+from adslot.player.api import PLAYER_API
+from adslot.player.pages import PLAYER_PAGES
 
 DESCRIPTION = """adslot's ad request service: a player announces an ad slot (venue, optional screen,
 play time) and receives a VAST 2.0 wrapper; the player then fires the impression and quartile URLs inside it
@@ -23,7 +25,15 @@ play time) and receives a VAST 2.0 wrapper; the player then fires the impression
 
 def build_litestar(env: Environment) -> Litestar:
     app = Litestar(
-        route_handlers=[*HOT_ROUTES, pop_batch, *MANAGEMENT_CONTROLLERS, *REPORT_CONTROLLERS, *PAGE_ROUTES],
+        route_handlers=[
+            *HOT_ROUTES,
+            pop_batch,
+            *MANAGEMENT_CONTROLLERS,
+            *REPORT_CONTROLLERS,
+            *PAGE_ROUTES,
+            *PLAYER_API,
+            *PLAYER_PAGES,
+        ],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         openapi_config=OpenAPIConfig(
             title=f"adslot ({env.name})",

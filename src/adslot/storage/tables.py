@@ -465,4 +465,37 @@ campaign_share_links = sa.Table(
     sa.Column("revoked_at", sa.BigInteger, nullable=True),
     sa.Column("opens", sa.Integer, nullable=False, server_default="0"),
     sa.Column("last_opened_at", sa.BigInteger, nullable=True),
+# The reference player (adslot.player): keys made as one screen's player link, each venue's player settings,
+# and each screen's last self-report.
+player_keys = sa.Table(
+    "player_keys",
+    metadata,
+    sa.Column("key_id", sa.Integer, sa.ForeignKey("api_keys.id"), primary_key=True, autoincrement=False),
+    sa.Column("venue_id", sa.String(128), nullable=False),
+    sa.Column("screen_id", sa.String(128), nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Index("ix_player_keys_venue_screen", "venue_id", "screen_id"),
+)
+
+venue_players = sa.Table(
+    "venue_players",
+    metadata,
+    sa.Column("venue_id", sa.String(128), sa.ForeignKey("venues.venue_id"), primary_key=True),
+    sa.Column("slot_seconds", sa.Integer, nullable=False),
+    sa.Column("lead_seconds", sa.Integer, nullable=False),
+    sa.Column("fallback_urls", sa.Text, nullable=False, server_default="[]"),  # JSON list of media URLs
+)
+
+player_status = sa.Table(
+    "player_status",
+    metadata,
+    sa.Column("venue_id", sa.String(128), primary_key=True),
+    sa.Column("screen_id", sa.String(128), primary_key=True),  # "" when the player names no screen
+    sa.Column("version", sa.String(32), nullable=False),
+    sa.Column("fires_queued", sa.Integer, nullable=False),
+    sa.Column("cache_bytes", sa.BigInteger, nullable=False),
+    sa.Column("errors", sa.Integer, nullable=False),
+    sa.Column("last_error", sa.String(512), nullable=True),
+    sa.Column("last_ad_request_at", sa.BigInteger, nullable=True),
+    sa.Column("reported_at", sa.BigInteger, nullable=False),
 )
