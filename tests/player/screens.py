@@ -10,13 +10,26 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
+import sqlalchemy as sa
 
+from adslot.auth.keys import LIVE_PREFIX
+from adslot.auth.repository import create_key
+from adslot.campaigns.repository import add_creative, create_advertiser, create_campaign
+from adslot.campaigns.schemas import AdvertiserIn, CampaignIn, CreativeIn
+from adslot.environment import prepare_database, transact
+from adslot.inventory.repository import add_screen, create_venue
+from adslot.inventory.schemas import ScreenIn, VenueIn
+from adslot.player import links
+from adslot.settings import EnvironmentSettings
+from adslot.storage.database import make_engine
 from tests.conftest import drop_schemas, free_port, make_settings
 from tests.playground.test_playground_browser import CHROMIUM, CHROMIUM_ARGS, require_browser
-from tests.served import Server, cli
+from tests.served import Server
+
+T = TypeVar("T")
 
 VENUE = "lobby"
 SCREEN = "screen-1"
@@ -32,6 +45,8 @@ class Screen:
     key: str
     admin_key: str
     campaign_id: int
+    settings: EnvironmentSettings
+    key_id: int
 
     def player_url(self, **params: object) -> str:
         """The player link with accelerated-time parameters (slot, lead, status seconds; debug)."""
@@ -40,26 +55,24 @@ class Screen:
         return f"{page}?{query}#{fragment}" if query else self.link
 
     def add_creative(self, name: str, media_url: str, duration: int) -> int:
-        made = cli(
-            self.environ,
-            "campaigns",
-            "add-creative",
-            "--campaign-id",
-            str(self.campaign_id),
-            "--name",
-            name,
-            "--media-url",
-            media_url,
-            "--mime-type",
-            "video/mp4",
-            "--width",
-            "640",
-            "--height",
-            "360",
-            "--duration-seconds",
-            str(duration),
+        creative = CreativeIn(
+            name=name,
+            media_url=media_url,
+            mime_type="video/mp4",
+            width=640,
+            height=360,
+            duration_seconds=duration,
         )
-        return int(json.loads(made)["id"])
+        return self.change(lambda conn: add_creative(conn, self.campaign_id, creative).id)
+
+    def change(self, fn: Callable[[sa.Connection], T]) -> T:
+        """A write to the production database, as the API's and CLI's are (the catalog version bumped, so
+        the running server reloads it)."""
+        engine = make_engine(self.settings)
+        try:
+            return transact(engine, fn, write=True)
+        finally:
+            engine.dispose()
 
     def record(self, uuid: str) -> dict[str, Any]:
         answer = httpx.get(f"{self.server.url}/api/v1/ad/request/{uuid}", headers={"Ssp-Key": self.key})
@@ -69,8 +82,8 @@ class Screen:
 
 
 def screen_setup(tmp_path: Path, backend: str, creative_seconds: int = 2, **env: str) -> Iterator[Screen]:
-    """A served adslot whose venue plays one `creative_seconds` video (the sandbox demo file, served by
-    adslot itself at /media/demo.mp4, its declared duration shorter than the file)."""
+    """A served adslot (not started) whose venue plays one `creative_seconds` video (the sandbox demo file,
+    served by adslot itself at /media/demo.mp4, its declared duration shorter than the file)."""
     require_browser()
     port = free_port()
     settings, schemas = make_settings(tmp_path, backend, port)
@@ -82,31 +95,39 @@ def screen_setup(tmp_path: Path, backend: str, creative_seconds: int = 2, **env:
             "ADSLOT_DATABASE_SCHEMA": schemas[0],
             "ADSLOT_SANDBOX_DATABASE_SCHEMA": schemas[1],
         }
-    now = int(time.time())
-    cli(environ, "venues", "add", "--venue-id", VENUE, "--name", "Lobby", "--timezone", "UTC")
-    cli(environ, "venues", "add-screen", "--venue-id", VENUE, "--screen-id", SCREEN)
-    advertiser = json.loads(cli(environ, "campaigns", "add-advertiser", "--name", "Player Inc"))
-    campaign = json.loads(
-        cli(
-            environ,
-            "campaigns",
-            "add",
-            "--advertiser-id",
-            str(advertiser["id"]),
-            "--name",
-            "player test",
-            "--start-at",
-            str(now - 60),
-            "--end-at",
-            str(now + 86400),
-            "--venue",
-            VENUE,
+    # Set up in-process (a CLI call per step costs a second each on a busy machine); the server is real.
+    production = settings.environment("production")
+    prepare_database(production)
+    prepare_database(settings.environment("sandbox"))
+    engine = make_engine(production)
+
+    def setup(conn: sa.Connection) -> tuple[links.PlayerLink, str, int]:
+        now = int(time.time())
+        create_venue(conn, VenueIn(venue_id=VENUE, name="Lobby", timezone="UTC"))
+        add_screen(conn, VENUE, ScreenIn(screen_id=SCREEN))
+        advertiser = create_advertiser(conn, AdvertiserIn(name="Player Inc"))
+        campaign = create_campaign(
+            conn,
+            CampaignIn(
+                advertiser_id=advertiser.id,
+                name="player test",
+                start_at=now - 60,
+                end_at=now + 86400,
+                venue_ids=[VENUE],
+            ),
         )
+        link = links.create_link(
+            conn, base_url=production.public_url, prefix=LIVE_PREFIX, venue_id=VENUE, screen_id=SCREEN
+        )
+        admin_key = create_key(conn, account="ops", prefix=LIVE_PREFIX, scopes="admin")[0]
+        return link, admin_key, campaign.id
+
+    link, admin_key, campaign_id = transact(engine, setup, write=True)
+    engine.dispose()
+    key = link.url.split("#key=", 1)[1].split("&", 1)[0]
+    screen = Screen(
+        Server(environ, port), environ, link.url, key, admin_key, campaign_id, production, link.key_id
     )
-    link = cli(environ, "screens", "player-link", "--venue-id", VENUE, "--screen-id", SCREEN).strip()
-    key = link.split("#key=", 1)[1].split("&", 1)[0]
-    admin_key = cli(environ, "keys", "create", "--account", "ops", "--scope", "admin").strip()
-    screen = Screen(Server(environ, port), environ, link, key, admin_key, int(campaign["id"]))
     screen.add_creative("short", "/media/demo.mp4", creative_seconds)
     try:
         yield screen

@@ -465,6 +465,8 @@ campaign_share_links = sa.Table(
     sa.Column("revoked_at", sa.BigInteger, nullable=True),
     sa.Column("opens", sa.Integer, nullable=False, server_default="0"),
     sa.Column("last_opened_at", sa.BigInteger, nullable=True),
+)
+
 # The reference player (adslot.player): keys made as one screen's player link, each venue's player settings,
 # and each screen's last self-report.
 player_keys = sa.Table(

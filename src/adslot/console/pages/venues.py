@@ -12,6 +12,7 @@ from litestar.params import PathParameter
 from litestar.response import Redirect
 
 from adslot.console.forms import Form, decode, drop_none, number, text, words
+from adslot.console.pages.players import screen_players
 from adslot.console.roles import TRAFFIC
 from adslot.console.web import ROOT, EnvName, change, console_of, form_fields, need, render
 from adslot.environment import Environment
@@ -80,6 +81,7 @@ def _venue_page(
     venue: Venue | None = None,
     screen_form: dict[str, Any] | None = None,
     screen_error: ApiError | None = None,
+    players: dict[str, Any] | None = None,
 ) -> Response[str]:
     return render(
         request,
@@ -91,6 +93,7 @@ def _venue_page(
         error=error,
         screen_form=screen_form or {},
         screen_error=screen_error,
+        players=players or {},
     )
 
 
@@ -128,7 +131,8 @@ async def venue_create(request: Request[Any, Any, Any], env_name: EnvName) -> Re
 async def venue_edit(request: Request[Any, Any, Any], env_name: EnvName, venue_id: VenueId) -> Response[str]:
     env = console_of(request).env(env_name)
     venue = await env.run_sync(lambda c: inventory.get_venue(c, venue_id))
-    return _venue_page(request, env, form=_as_form(venue), venue=venue)
+    players = await env.run_sync(lambda c: screen_players(c, venue_id))
+    return _venue_page(request, env, form=_as_form(venue), venue=venue, players=players)
 
 
 @post(BASE + "/v/{venue_id:str}", include_in_schema=False)
