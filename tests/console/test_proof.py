@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import re
 
-from adslot.console.proof import hours_chart, place_of, places, sample
+import pytest
+
+from adslot.console.proof import MAX_PERIOD_DAYS, hours_chart, place_of, places, report_period, sample
+from adslot.errors import ApiError
 from adslot.reporting.schemas import DeliveryReport, DeliveryRow, Filters, InvalidCounts, Metrics, PlayRow
 
 NO_INVALID = InvalidCounts(too_fast=0, out_of_order=0, foreign_network=0, burst=0)
@@ -117,3 +120,26 @@ def test_plays_per_hour_of_the_day_add_up_each_local_hour_over_the_days() -> Non
     svg = str(hours_chart(report))
     bars = dict(re.findall(r"<title>(\d\d):00 to \d\d:59: plays (\d+)</title>", svg))
     assert bars["09"] == "5" and bars["23"] == "1" and bars["10"] == "0" and len(bars) == 24
+
+
+DAY = 86_400
+NOW = 1_796_126_400  # 2026-12-01 12:00 UTC
+
+
+def test_a_report_covers_the_dates_asked_else_the_flight() -> None:
+    flight = (NOW - 10 * DAY, NOW + 20 * DAY)
+    assert report_period(flight, None, None, NOW) == flight
+    assert report_period(flight, NOW - DAY, None, NOW) == (NOW - DAY, flight[1])
+    assert report_period(flight, None, NOW, NOW) == (flight[0], NOW)
+
+
+def test_a_flight_of_years_is_shown_from_a_year_ago_for_two_years_and_longer_asks_are_refused() -> None:
+    flight = (NOW - 2000 * DAY, NOW + 20_000 * DAY)
+    start, end = report_period(flight, None, None, NOW)
+    assert start == NOW - NOW % DAY - 366 * DAY and end - start == MAX_PERIOD_DAYS * DAY
+    ended = (NOW - 3000 * DAY, NOW - 1000 * DAY)
+    assert report_period(ended, None, None, NOW) == (ended[1] - MAX_PERIOD_DAYS * DAY, ended[1])
+    for start_at, end_at in ((NOW, NOW), (NOW, NOW - DAY), (NOW, NOW + (MAX_PERIOD_DAYS + 1) * DAY)):
+        with pytest.raises(ApiError) as refused:
+            report_period(flight, start_at, end_at, NOW)
+        assert (refused.value.status, refused.value.field) == (400, "to")

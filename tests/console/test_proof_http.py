@@ -157,6 +157,7 @@ def test_a_bad_share_link_form_shows_the_error_by_its_field_and_makes_nothing(
         ({"days": "soon"}, "a whole number of days"),
         ({"label": "x" * 129}, "a label has at most 128"),
         ({"from": "2026-13-01"}, "a date such as"),
+        ({"from": "2020-01-01", "to": "2026-01-01"}, "a report covers at most 732 days"),
     ):
         answer = admin.post(f"{campaign}/share-links", data={"csrf_token": token, **data})
         assert answer.status_code == 200 and message in answer.text, data

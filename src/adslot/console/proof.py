@@ -18,8 +18,12 @@ from typing import Any
 from markupsafe import Markup
 
 from adslot.console.charts import Series, bar_chart, line_chart
+from adslot.errors import ApiError
 from adslot.reporting.schemas import DeliveryReport, DeliveryRow, Metrics, PlayRow
 
+MAX_PERIOD_DAYS = 732
+"""The longest period one report covers (two years): its charts draw a point a day."""
+DAY = 86_400
 SAMPLE_PLAYS = 50
 """Plays of the log shown on the page (the most recent in the period); the CSV carries the figures."""
 METHODOLOGY = (
@@ -55,6 +59,22 @@ METHODOLOGY = (
         "plays that a demand partner won through an auction belong to the buyer and are not in this report.",
     ),
 )
+
+
+def report_period(flight: tuple[int, int], start: int | None, end: int | None, now: int) -> tuple[int, int]:
+    """[start, end) of a report: the dates asked, else the campaign's flight; a flight longer than
+    MAX_PERIOD_DAYS is shown from a year ago (or its start) for MAX_PERIOD_DAYS. 400 for a period that ends
+    before it starts or is longer than that."""
+    if start is None and end is None and flight[1] - flight[0] > MAX_PERIOD_DAYS * DAY:
+        first = max(flight[0], min(now - now % DAY - 366 * DAY, flight[1] - MAX_PERIOD_DAYS * DAY))
+        return first, first + MAX_PERIOD_DAYS * DAY
+    first = flight[0] if start is None else start
+    last = flight[1] if end is None else end
+    if last <= first:
+        raise ApiError(400, "invalid_field", "to must be after from", "to")
+    if last - first > MAX_PERIOD_DAYS * DAY:
+        raise ApiError(400, "invalid_field", f"a report covers at most {MAX_PERIOD_DAYS} days", "to")
+    return first, last
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from adslot.auth.keys import hash_key
 from adslot.campaigns.repository import get_campaign
+from adslot.console.proof import report_period
 from adslot.errors import ApiError
 from adslot.storage.tables import campaign_share_links
 
@@ -83,10 +84,7 @@ def create_link(
     """A new link and its token (shown once): the report of [start, end), by default the whole flight."""
     campaign = get_campaign(conn, campaign_id)
     lasts, label = check_days(days), check_label(label)
-    period_start = campaign.start_at if start is None else start
-    period_end = campaign.end_at if end is None else end
-    if period_end <= period_start:
-        raise ApiError(400, "invalid_field", "to must be after from", "to")
+    period_start, period_end = report_period((campaign.start_at, campaign.end_at), start, end, now)
     token = PREFIX + secrets.token_urlsafe(24)
     values = {
         "campaign_id": campaign.id,

@@ -159,12 +159,10 @@ def utc_day(value: str, name: str) -> int:
 
 
 def period(params: Any, campaign: Campaign) -> tuple[int, int]:
-    """[from, to) of the report: the campaign's flight, or the UTC dates asked (`to` included)."""
-    start = utc_day(params["from"], "from") if params.get("from") else campaign.start_at
-    end = utc_day(params["to"], "to") + DAY if params.get("to") else campaign.end_at
-    if end <= start:
-        raise ApiError(400, "invalid_field", "to must be after from", "to")
-    return start, end
+    """[from, to) of the report: the UTC dates asked (`to` included), else the campaign's flight."""
+    start = utc_day(params["from"], "from") if params.get("from") else None
+    end = utc_day(params["to"], "to") + DAY if params.get("to") else None
+    return proof.report_period((campaign.start_at, campaign.end_at), start, end, int(time.time()))
 
 
 async def campaign_in_scope(request: Request[Any, Any, Any], env: Environment, campaign_id: int) -> Campaign:
