@@ -18,6 +18,7 @@ from adslot.campaigns.schemas import AdvertiserIn, CampaignIn, CreativeIn
 from adslot.catalog import bump_version
 from adslot.console import users
 from adslot.console.scope import OPEN_TO_ADVERTISERS
+from adslot.console.users import FREE_FAILURES
 from adslot.environment import transact
 from adslot.inventory.repository import add_screen, create_venue
 from adslot.inventory.schemas import ScreenIn, VenueIn
@@ -33,6 +34,7 @@ from tests.conftest import (
     seed_production,
 )
 from tests.console.conftest import PASSWORD, create_users, csrf_of, signed_in
+from tests.reporting.support import insert, played
 
 ADVERTISER_EMAIL = "proof@acme.example"
 B_VENUE = "zenith-hall"
@@ -40,6 +42,7 @@ B_SCREEN = "hall-1"
 B_CAMPAIGN = "Zenith winter"
 A_PLAYS = 5
 B_PLAYS = 3
+PROGRAMMATIC_PLAYS = 2
 MOVING_TABLES = frozenset(
     {
         "console_sessions",
@@ -91,12 +94,14 @@ def seed_advertiser_b(live: LiveServer) -> dict[str, Any]:
     return {"advertiser_id": advertiser.id, "campaign_id": campaign.id, "creative_id": creative.id}
 
 
-def create_advertiser_user(live: LiveServer, advertiser_ids: list[int]) -> None:
+def create_advertiser_user(
+    live: LiveServer, advertiser_ids: list[int], email: str = ADVERTISER_EMAIL
+) -> None:
     engine = make_engine(live.settings.environment("production"))
     try:
         transact(
             engine,
-            lambda c: users.create_user(c, ADVERTISER_EMAIL, "advertiser", PASSWORD, advertiser_ids),
+            lambda c: users.create_user(c, email, "advertiser", PASSWORD, advertiser_ids),
             write=True,
         )
     finally:
@@ -125,7 +130,21 @@ def start_advertisers_server(tmp: Any, backend: str) -> tuple[LiveServer, list[s
     create_advertiser_user(server, [advertiser_a_id(server)])
     play(server, PROD_VENUE, None, A_PLAYS)
     play(server, B_VENUE, B_SCREEN, B_PLAYS)
+    add_programmatic_plays(server, PROD_VENUE, PROGRAMMATIC_PLAYS)
     return server, schemas, {"a_campaign": extra["campaign_id"], **{f"b_{k}": v for k, v in b.items()}}
+
+
+def add_programmatic_plays(live: LiveServer, venue_id: str, count: int) -> None:
+    """Plays a demand partner won at A's venue (no campaign): the buyer's, never in A's figures."""
+    engine = make_engine(live.settings.environment("production"))
+    now = int(time.time())
+    try:
+        rows = [
+            played(now + 120 + n, campaign_id=None, creative_id=None, venue_id=venue_id) for n in range(count)
+        ]
+        insert(engine, rows)
+    finally:
+        engine.dispose()
 
 
 def play(live: LiveServer, venue_id: str, screen_id: str | None, count: int) -> None:
@@ -320,3 +339,26 @@ def test_an_advertiser_user_is_bound_to_existing_advertisers_only(
     assert re.search(r"nobody@acme.example</td><td>advertiser <small>of Zenith", listed)
     audit = http.get("/console/production/audit").text
     assert "user.create" in audit and "nobody@acme.example" in audit
+
+
+def test_an_advertiser_user_is_locked_after_failed_sign_ins_like_any_user(
+    advertisers_live: tuple[LiveServer, dict[str, Any]],
+) -> None:
+    live, _ = advertisers_live
+    email = "locked@acme.example"
+    create_advertiser_user(live, [advertiser_a_id(live)], email)
+    with httpx.Client(base_url=live.url, timeout=30) as http:
+        token = csrf_of(http.get("/console/sign-in").text)
+        statuses = [
+            http.post(
+                "/console/sign-in", data={"csrf_token": token, "email": email, "password": "wrong guess!"}
+            ).status_code
+            for _ in range(FREE_FAILURES + 1)
+        ]
+        assert statuses == [401] * (FREE_FAILURES - 1) + [429, 429]
+        right = http.post(
+            "/console/sign-in", data={"csrf_token": token, "email": email, "password": PASSWORD}
+        )
+        assert right.status_code == 429
+        forged = http.post("/console/sign-in", data={"email": email, "password": PASSWORD})
+        assert forged.status_code == 403  # no CSRF token: refused before any password is checked

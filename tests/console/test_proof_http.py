@@ -21,6 +21,7 @@ from tests.console.conftest import csrf_of, signed_in
 from tests.console.test_advertisers_http import (
     A_PLAYS,
     B_CAMPAIGN,
+    PROGRAMMATIC_PLAYS,
     advertiser_signed_in,
     advertisers_live,
 )
@@ -74,12 +75,18 @@ def test_an_advertisers_proof_of_play_report_carries_the_apis_figures_and_csv(
     assert len(lines) == 1 + A_PLAYS and lines[0].startswith("ad_request_uuid,venue_id,")
     assert all(line.split(",")[4] == str(ids["a_campaign"]) for line in lines[1:])
     assert live.keys is not None
-    venue_log = httpx.get(  # only A's campaign plays at venue-1: the API's play log of it is A's
+    venue_log = httpx.get(  # venue-1 plays A's campaign and a partner's wins: A's log is its own rows
         f"{live.url}/api/v1/reports/playlog",
         params={"venue_id": "venue-1", "format": "csv", **period(page.text)},
         headers={"Ssp-Key": live.keys.production_admin},
     )
-    assert venue_log.status_code == 200 and plays.text == venue_log.text
+    assert venue_log.status_code == 200
+    header, *rows = venue_log.text.strip().splitlines()
+    own = [row for row in rows if row.split(",")[4] == str(ids["a_campaign"])]
+    assert len(rows) == A_PLAYS + PROGRAMMATIC_PLAYS and plays.text.strip().splitlines() == [header, *own]
+    venue = api_report(live, **period(page.text), venue_id="venue-1", group_by="venue").json()["data"]
+    assert venue["totals"]["programmatic_plays"] == PROGRAMMATIC_PLAYS  # the buyer's: not in A's report
+    assert venue["totals"]["plays"] == A_PLAYS + PROGRAMMATIC_PLAYS and shown["plays"] == A_PLAYS
 
 
 def test_a_share_link_opens_signed_out_counts_its_openings_and_stops_once_revoked(
@@ -165,3 +172,20 @@ def test_a_bad_share_link_form_shows_the_error_by_its_field_and_makes_nothing(
     viewer = signed_in(live, "viewer")
     refused = viewer.post(f"{campaign}/share-links", data={"csrf_token": csrf_of(viewer.get(campaign).text)})
     assert refused.status_code == 403
+
+
+def test_bad_report_dates_are_shown_again_by_their_field_over_the_flight(
+    advertisers_live: tuple[LiveServer, dict[str, Any]],
+) -> None:
+    live, ids = advertisers_live
+    http = advertiser_signed_in(live)
+    proof = f"/console/production/campaigns/{ids['a_campaign']}/proof"
+    for params, message in (
+        ({"from": "2026-02-30"}, "a date such as 2026-12-04"),
+        ({"from": "2026-12-09", "to": "2026-12-01"}, "to must be after from"),
+    ):
+        page = http.get(proof, params=params)
+        assert page.status_code == 200 and message in page.text, params
+        assert 'aria-invalid="true"' in page.text and params["from"] in page.text
+        assert figures(page.text)["plays"] == A_PLAYS
+    assert http.get(f"{proof}.csv", params={"from": "2026-02-30"}).status_code == 400

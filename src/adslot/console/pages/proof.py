@@ -179,6 +179,8 @@ def proof_page(
     csv_link: str,
     plays_link: str,
     shared: Any = None,
+    error: ApiError | None = None,
+    asked: dict[str, str] | None = None,
 ) -> Response[str]:
     """The report; `env` None for a shared link's page (no console around it)."""
     venues_shown = proof.places(found.places.rows, found.venues, found.screens, by_screen=False)
@@ -203,7 +205,9 @@ def proof_page(
         csv_link=csv_link,
         plays_link=plays_link,
         shared=shared,
-        form={
+        error=error,
+        form=asked
+        or {
             "from": time.strftime("%Y-%m-%d", time.gmtime(found.start)),
             "to": time.strftime("%Y-%m-%d", time.gmtime(found.end - 1)),
         },
@@ -231,13 +235,24 @@ async def campaign_proof(
 ) -> Response[str]:
     env = console_of(request).env(env_name)
     campaign = await campaign_in_scope(request, env, campaign_id)
-    start, end = period(request.query_params, campaign)
+    query = f"?{request.url.query}" if request.url.query else ""
+    error = None
+    try:
+        start, end = period(request.query_params, campaign)
+    except ApiError as exc:  # the dates are shown again with the error by them, over the flight
+        error, query = exc, ""
+        start, end = period({}, campaign)
     now = int(time.time())
     found = await env.run_sync(lambda c: read_proof(c, campaign, start, end, now))
-    query = f"?{request.url.query}" if request.url.query else ""
     base = f"{ROOT}/{env.name}/campaigns/{campaign.id}"
     return proof_page(
-        request, env, found, csv_link=f"{base}/proof.csv{query}", plays_link=f"{base}/play-log.csv{query}"
+        request,
+        env,
+        found,
+        csv_link=f"{base}/proof.csv{query}",
+        plays_link=f"{base}/play-log.csv{query}",
+        error=error,
+        asked=dict(request.query_params) if error else None,
     )
 
 
