@@ -367,3 +367,84 @@ def test_venues_import_a_csv_file_all_or_nothing(run, tmp_path: Path) -> None:  
     assert "invalid_csv: " in output and "(field: line 3: latitude)" in output
     assert "  line 3: latitude: invalid_field: " in output
     assert [v["venue_id"] for v in json.loads(run("venues", "list"))] == ["hall"]
+
+
+def _campaign_to_forecast(run) -> int:  # type: ignore[no-untyped-def]
+    run("venues", "add", "--venue-id", "lobby", "--name", "Lobby")
+    run(
+        "venues",
+        "add-screen",
+        "--venue-id",
+        "lobby",
+        "--screen-id",
+        "s1",
+        "--width",
+        "1920",
+        "--height",
+        "1080",
+    )
+    advertiser = json.loads(run("campaigns", "add-advertiser", "--name", "Acme"))
+    now = int(time.time())
+    flight = ("--start-at", str(now), "--end-at", str(now + 7 * 86_400))
+    campaign = json.loads(
+        run("campaigns", "add", "--advertiser-id", str(advertiser["id"]), "--name", "Spring", *flight)
+    )
+    creative = ("--name", "v", "--media-url", "https://cdn.example.test/v.mp4", "--width", "1920")
+    run(
+        "campaigns",
+        "add-creative",
+        "--campaign-id",
+        str(campaign["id"]),
+        *creative,
+        "--height",
+        "1080",
+        "--duration-seconds",
+        "15",
+    )
+    return int(campaign["id"])
+
+
+def test_a_forecast_from_the_cli_prints_its_report_and_no_progress_when_piped(run) -> None:  # type: ignore[no-untyped-def]
+    campaign_id = _campaign_to_forecast(run)
+    output = run("campaigns", "forecast", str(campaign_id), "--hours", "24")
+    report = json.loads(output)  # nothing but the report: no bar drawn into a pipe
+    assert report["campaign_id"] == campaign_id and report["slots_targeted"] == 24 * 12
+    assert "campaign_not_found" in run("campaigns", "forecast", "999", ok=False)
+
+
+def test_a_forecast_on_a_terminal_shows_a_progress_bar(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import pty
+    import subprocess
+    import sys
+    import threading
+
+    cli_databases("sqlite", tmp_path, monkeypatch)
+    campaign_id = _campaign_to_forecast(lambda *a, **k: CliRunner().invoke(main, list(a)).output)
+    main_fd, side_fd = pty.openpty()
+    command = "from adslot.cli import main; main()"
+    args = [sys.executable, "-c", command, "campaigns", "forecast", str(campaign_id), "--hours", "24"]
+    drawn = bytearray()
+
+    def read_terminal() -> None:  # as a terminal does, or the child blocks on a full one
+        while True:
+            try:
+                chunk = os.read(main_fd, 65536)
+            except OSError:  # the other side closed: all read
+                return
+            if not chunk:
+                return
+            drawn.extend(chunk)
+
+    reader = threading.Thread(target=read_terminal)
+    reader.start()
+    with subprocess.Popen(args, stdin=side_fd, stdout=subprocess.PIPE, stderr=side_fd) as child:
+        os.close(side_fd)
+        stdout, _ = child.communicate(timeout=120)
+    reader.join(timeout=10)
+    os.close(main_fd)
+    assert child.returncode == 0
+    assert json.loads(stdout)["campaign_id"] == campaign_id, "the report still goes to standard output"
+    assert b"Forecasting" in drawn and b"100%" in drawn, drawn

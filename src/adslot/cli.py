@@ -34,8 +34,10 @@ from adslot.ledger.backends import with_writer_processes
 from adslot.ledger.ivt import ivt_config
 from adslot.ledger.shared_writer import shared_writers
 from adslot.player.commands import player_settings, screens_group
+from adslot.progress import progress_bar
 from adslot.settings import ENVIRONMENTS, SettingsError, load_settings
 from adslot.shell import CommandError, api_error, cli_actor, run_on
+from adslot.simulation.forecast import ExistingCampaign, forecast
 from adslot.telemetry.logs import configure_logging
 from adslot.telemetry.metrics import prepare_multiprocess
 from adslot.workers import REUSE_PORT, bound_socket, run_workers, serve_one
@@ -439,6 +441,36 @@ def campaigns_update(
     cleared = _cleared(clear, frozenset({"dayparts", "caps"}))
     patch = _convert({**fields, "venue_ids": list(venue_ids) or None}, CampaignPatch, cleared)
     _echo(run_on(env_name, lambda c: campaigns_repo.update_campaign(c, campaign_id, patch), write=True))
+
+
+@campaigns.command("forecast")
+@ENV_OPTION
+@click.argument("campaign_id", type=ID)
+@click.option(
+    "--hours", type=click.IntRange(1), help="Hours to forecast (default: the flight, at most 7 days)."
+)
+@click.option("--slot-seconds", type=click.IntRange(1), default=300, show_default=True)
+def campaigns_forecast(env_name: str, campaign_id: int, hours: int | None, slot_seconds: int) -> None:
+    """What a stored campaign would deliver, as if active, and what it would take from the live ones (the
+    report as JSON). On a terminal, a progress bar on standard error."""
+    try:
+        data_dir = load_settings().data_dir / "forecasts"
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from exc
+    with progress_bar("Forecasting") as progress:
+        report = run_on(
+            env_name,
+            lambda c: forecast(
+                c,
+                ExistingCampaign(campaign_id),
+                data_dir=data_dir,
+                hours=hours,
+                slot_seconds=slot_seconds,
+                progress=progress,
+            ),
+            catalog=False,
+        )
+    _echo(report)
 
 
 @campaigns.command("set-status")
