@@ -18,9 +18,10 @@ import pytest
 from adslot.auth.repository import revoke_key
 from adslot.campaigns.repository import update_campaign
 from adslot.campaigns.schemas import CampaignPatch
+from adslot.player.status import read_player_states
 from tests.conftest import BACKENDS
 from tests.contract.support import QUARTILES
-from tests.player.screens import WAIT_MS, Screen, ads, chromium, player_state, screen_setup, wait_for
+from tests.player.screens import VENUE, WAIT_MS, Screen, ads, chromium, player_state, screen_setup, wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow("browser")]
 EVENTS = ("impression", *QUARTILES)
@@ -204,6 +205,16 @@ def eventually_released(screen: Screen, uuid: str) -> bool:
     raise AssertionError(f"not released: {json.dumps(record)}")
 
 
+def eventually_reported(screen: Screen) -> dict[str, Any]:
+    deadline = time.monotonic() + 10
+    while True:
+        states = screen.change(lambda c: read_player_states(c, VENUE))
+        if states or time.monotonic() > deadline:
+            assert states, "no status report arrived"
+            return states[0]
+        time.sleep(0.2)
+
+
 def test_a_rate_limited_player_waits_for_retry_after_before_asking_again(limited_screen: Screen) -> None:
     screen = limited_screen
     screen.server.start()
@@ -233,8 +244,12 @@ def test_a_revoked_player_link_stops_the_screen_with_a_message(sqlite_screen: Sc
     screen = sqlite_screen
     screen.server.start()
     with chromium() as browser:
-        _, page, _ = open_player(browser, screen, slot=2, lead=3, debug=1)
+        _, page, _ = open_player(browser, screen, slot=2, lead=3, debug=1, status=1)
         wait_for(page, lambda s: len(ads(s)) >= 1, timeout=40)
+        # The player reports what it is doing: the console reads it from player_status.
+        report = eventually_reported(screen)
+        assert report["version"] == "1.0.0" and report["screen_id"] == "screen-1", report
+        assert report["last_ad_request_at"] is not None and report["cache_bytes"] > 0, report
         overlay = page.locator("#overlay")
         assert "adslot player 1.0.0" in overlay.inner_text()
         page.keyboard.press("d")

@@ -18,6 +18,9 @@ from adslot import routes
 from adslot.api.adapters import env_of
 
 PAGE = (Path(__file__).parent.parent / "playground" / "page.html").read_text(encoding="utf-8")
+SIMULATOR = (Path(__file__).parent.parent / "playground" / "simulator.html").read_text(encoding="utf-8")
+SIMULATOR_VENUE = "playground-simulator"
+"""The sandbox venue the playground's screen simulator asks for (the sandbox fills any venue)."""
 MEDIA_DIR = Path(__file__).parent.parent / "sandbox" / "assets"
 ASSET_NAMES = frozenset({"swagger-ui.css", "swagger-ui-bundle.js"})
 FileName = Annotated[str, PathParameter()]
@@ -37,11 +40,19 @@ async def playground(request: Request[Any, Any, Any]) -> str:
     key = env.testing_key if env.name == "sandbox" else None
     note = " with the shared sandbox testing key pre-filled" if key else "; authorise with your key"
     return (
-        PAGE.replace("__ENV__", env.name)
+        PAGE.replace("__SIMULATOR__", _simulator(env.base_url, key) if key else "")
+        .replace("__ENV__", env.name)
         .replace("__BASE__", env.base_url)
         .replace("__KEYNOTE__", note)
         .replace("__KEY__", json.dumps(key))
     )
+
+
+def _simulator(base_url: str, key: str) -> str:
+    """The screen simulator (sandbox only, where the key is public): the reference player in a small frame,
+    one 10 s demo slot after another, and the events the server counted. The key goes in the fragment."""
+    link = f"{base_url}/player/?slot=10&lead=12&status=30#key={key}&venue={SIMULATOR_VENUE}&screen=simulator"
+    return SIMULATOR.replace("__PLAYER__", link).replace("__KEY__", json.dumps(key))
 
 
 @get("/playground/assets/{name:str}", include_in_schema=False)
