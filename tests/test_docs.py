@@ -14,7 +14,7 @@ import pytest
 pytestmark = pytest.mark.slow("subprocess")  # ruff, mypy, mkdocs
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ("index", "api", "decisioning", "console", "operations", "architecture", "benchmark")
+PAGES = ("index", "api", "decisioning", "console", "player", "operations", "architecture", "benchmark")
 INSTALL_AND_RUN = (
     "python3 -m venv .venv && .venv/bin/pip install -q -r requirements.lock -e . && .venv/bin/adslot serve"
 )

@@ -47,7 +47,7 @@ def test_the_simulator_shows_each_event_of_the_demo_slot_as_the_server_counts_it
             mine = page.locator(f'#simulator-events li[data-uuid="{uuid}"]')
             expect(mine).to_have_count(6, timeout=20_000)  # impression and the five quartiles, each once
             shown = {item.get_attribute("data-event"): item.inner_text() for item in mine.all()}
-            page.screenshot(path=str(SCREENSHOT))
+            page.locator("#simulator").screenshot(path=str(SCREENSHOT))
         finally:
             browser.close()
     # Each line is what the server holds: the ad request's record has every event it shows, at that time.

@@ -577,7 +577,9 @@ async function main() {
   state.firesQueued = await count('fires');
   await loadConfig();
   if (state.stopped) return;
-  document.documentElement.requestFullscreen?.().catch(() => {});  // allowed on a kiosk; harmless otherwise
+  if (window.top === window) {
+    document.documentElement.requestFullscreen?.().catch(() => {});  // allowed on a kiosk; harmless otherwise
+  }
   every(Math.min(5, state.slotSeconds), upload);
   every(600, precache);
   every(statusEvery, report);
