@@ -67,3 +67,44 @@ def test_a_viewer_cannot_make_a_player_link(console_live: LiveServer) -> None:
     assert "player-link" not in page.text
     made = viewer.post(SCREEN + "/screens/s/player-link", data={"csrf_token": csrf_of(page.text)})
     assert made.status_code == 403
+
+
+def test_a_trafficker_sets_the_venues_player_settings_and_its_players_read_them(
+    console_live: LiveServer,
+) -> None:
+    assert console_live.keys is not None
+    trafficker = signed_in(console_live, "trafficker")
+    page = trafficker.get(SCREEN)
+    assert "Save player settings" in page.text
+    saved = trafficker.post(
+        SCREEN + "/player-settings",
+        data={
+            "csrf_token": csrf_of(page.text),
+            "slot_seconds": "20",
+            "lead_seconds": "60",
+            "fallback_urls": "/media/demo.mp4\nhttps://cdn.example.test/house.jpg",
+        },
+    )
+    assert saved.status_code == 303, saved.text
+    config = httpx.get(
+        f"{console_live.url}/api/v1/player/config",
+        params={"venue_id": "venue-1"},
+        headers={"Ssp-Key": console_live.keys.production},
+    ).json()["data"]
+    assert (config["slot_seconds"], config["lead_seconds"]) == (20, 60)
+    assert config["fallback"] == [
+        {"url": f"{console_live.url}/media/demo.mp4", "mime_type": "video/mp4"},
+        {"url": "https://cdn.example.test/house.jpg", "mime_type": "image/jpeg"},
+    ]
+    page = trafficker.get(SCREEN)
+    refused = trafficker.post(
+        SCREEN + "/player-settings",
+        data={"csrf_token": csrf_of(page.text), "slot_seconds": "0", "lead_seconds": "60"},
+    )
+    assert refused.status_code == 400 and "slot_seconds" in refused.text
+    viewer = signed_in(console_live, "viewer")
+    page = viewer.get(SCREEN)
+    assert "Save player settings" not in page.text
+    assert (
+        viewer.post(SCREEN + "/player-settings", data={"csrf_token": csrf_of(page.text)}).status_code == 403
+    )

@@ -13,14 +13,17 @@ from litestar.response import Redirect
 
 from adslot.auth.keys import LIVE_PREFIX, TEST_PREFIX
 from adslot.auth.repository import revoke_key
-from adslot.console.roles import ADMIN
-from adslot.console.web import ROOT, EnvName, change, console_of, need, render
-from adslot.player import links
+from adslot.console.forms import words
+from adslot.console.roles import ADMIN, TRAFFIC
+from adslot.console.web import ROOT, EnvName, change, console_of, form_fields, need, render
+from adslot.errors import ApiError
+from adslot.player import links, venue_settings
 from adslot.player.status import read_player_states
 
 VenueId = Annotated[str, PathParameter()]
 ScreenId = Annotated[str, PathParameter()]
-SCREEN = ROOT + "/{env_name:str}/venues/v/{venue_id:str}/screens/{screen_id:str}"
+VENUE = ROOT + "/{env_name:str}/venues/v/{venue_id:str}"
+SCREEN = VENUE + "/screens/{screen_id:str}"
 
 
 def screen_players(conn: sa.Connection, venue_id: str) -> dict[str, dict[str, Any]]:
@@ -32,6 +35,34 @@ def screen_players(conn: sa.Connection, venue_id: str) -> dict[str, dict[str, An
         if report["screen_id"] is not None:
             players.setdefault(report["screen_id"], {"state": None, "status": None})["status"] = report
     return players
+
+
+def _seconds(form: dict[str, str], name: str) -> int:
+    raw = form.get(name, "").strip()
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 6:
+        raise ApiError(400, "invalid_type", f"{name} must be a whole number of seconds", name)
+    return int(raw)
+
+
+@post(VENUE + "/player-settings", include_in_schema=False)
+async def player_settings(request: Request[Any, Any, Any], env_name: EnvName, venue_id: VenueId) -> Redirect:
+    """The venue's player settings (slot length, lead time, fallback media), read by its players at start."""
+    need(request, TRAFFIC)
+    env = console_of(request).env(env_name)
+    form = await form_fields(request)
+    settings = venue_settings.check(
+        _seconds(form, "slot_seconds"), _seconds(form, "lead_seconds"), words(form, "fallback_urls") or []
+    )
+    await change(
+        request,
+        env,
+        "venue.player_settings",
+        f"venue {venue_id}",
+        lambda c: venue_settings.write(c, venue_id, settings),
+        before=lambda c: venue_settings.read(c, venue_id).__dict__,
+        after=lambda _: settings.__dict__,
+    )
+    return Redirect(f"{ROOT}/{env.name}/venues/v/{quote(venue_id, safe='')}?saved=1", status_code=303)
 
 
 @post(SCREEN + "/player-link", include_in_schema=False)
@@ -79,4 +110,4 @@ async def player_stop(
     return Redirect(f"{ROOT}/{env.name}/venues/v/{quote(venue_id, safe='')}?saved=1", status_code=303)
 
 
-ROUTES = [player_link, player_stop]
+ROUTES = [player_settings, player_link, player_stop]

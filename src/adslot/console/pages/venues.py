@@ -20,6 +20,7 @@ from adslot.errors import ApiError
 from adslot.inventory import repository as inventory
 from adslot.inventory.csv_import import MAX_CSV_BYTES, CsvError, import_venues
 from adslot.inventory.schemas import Screen, ScreenIn, ScreenPatch, Venue, VenueIn, VenuePatch
+from adslot.player import venue_settings
 
 VenueId = Annotated[str, PathParameter()]
 ScreenId = Annotated[str, PathParameter()]
@@ -82,6 +83,7 @@ def _venue_page(
     screen_form: dict[str, Any] | None = None,
     screen_error: ApiError | None = None,
     players: dict[str, Any] | None = None,
+    player: venue_settings.PlayerSettings | None = None,
 ) -> Response[str]:
     return render(
         request,
@@ -94,6 +96,7 @@ def _venue_page(
         screen_form=screen_form or {},
         screen_error=screen_error,
         players=players or {},
+        player=player,
     )
 
 
@@ -132,7 +135,8 @@ async def venue_edit(request: Request[Any, Any, Any], env_name: EnvName, venue_i
     env = console_of(request).env(env_name)
     venue = await env.run_sync(lambda c: inventory.get_venue(c, venue_id))
     players = await env.run_sync(lambda c: screen_players(c, venue_id))
-    return _venue_page(request, env, form=_as_form(venue), venue=venue, players=players)
+    player = await env.run_sync(lambda c: venue_settings.read(c, venue_id))
+    return _venue_page(request, env, form=_as_form(venue), venue=venue, players=players, player=player)
 
 
 @post(BASE + "/v/{venue_id:str}", include_in_schema=False)
