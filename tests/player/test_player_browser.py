@@ -14,10 +14,11 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from adslot.auth.repository import revoke_key
-from adslot.campaigns.repository import update_campaign
-from adslot.campaigns.schemas import CampaignPatch
+from adslot.campaigns.repository import add_creative, create_advertiser, create_campaign, update_campaign
+from adslot.campaigns.schemas import AdvertiserIn, CampaignIn, CampaignPatch, CreativeIn
 from adslot.player.status import read_player_states
 from tests.conftest import BACKENDS
 from tests.contract.support import QUARTILES
@@ -68,16 +69,43 @@ def assert_counted_once_when_played(screen: Screen, play: dict[str, Any]) -> dic
 
 
 def test_the_player_plays_consecutive_slots_and_each_play_counts_once_at_its_time(screen: Screen) -> None:
+    later = f"{screen.server.url}/media/demo.mp4?campaign=later"
+    screen.change(lambda c: add_later_campaign(c, "/media/demo.mp4?campaign=later"))
     screen.server.start()
     with chromium() as browser:
         _, page, errors = open_player(browser, screen, slot=2, lead=3)
         state = wait_for(page, lambda s: len(ads(s)) >= 4, timeout=40)
+        cached = page.evaluate(
+            "caches.open('adslot-media-v1').then((c) => c.keys()).then((keys) => keys.map((r) => r.url))"
+        )
         assert not errors, errors
+    # Pre-cached from the manifest: a creative that plays only from the next hour is already held.
+    assert later in cached, cached
     played = ads(state)[:3]
     starts = [play["at"] for play in played]
-    assert all(1500 <= later - earlier <= 3000 for earlier, later in itertools.pairwise(starts)), starts
+    assert all(1500 <= b - a <= 4000 for a, b in itertools.pairwise(starts)), starts
     for play in played:
         assert_counted_once_when_played(screen, play)
+
+
+def add_later_campaign(conn: sa.Connection, media_url: str) -> None:
+    """A campaign on the venue that starts in an hour: in the 24-hour manifest, not yet playable."""
+    now = int(time.time())
+    advertiser = create_advertiser(conn, AdvertiserIn(name="Later Inc"))
+    campaign = create_campaign(
+        conn,
+        CampaignIn(
+            advertiser_id=advertiser.id,
+            name="later",
+            start_at=now + 3600,
+            end_at=now + 7200,
+            venue_ids=[VENUE],
+        ),
+    )
+    creative = CreativeIn(
+        name="later", media_url=media_url, mime_type="video/mp4", width=640, height=360, duration_seconds=2
+    )
+    add_creative(conn, campaign.id, creative)
 
 
 def test_offline_slots_and_a_reload_play_held_ads_and_the_fallback_then_upload_each_fire_once(
