@@ -24,6 +24,7 @@ from adslot.catalog import Catalog, bump_version, current_version, load_catalog
 from adslot.demand.billing import BillingSender
 from adslot.demand.exchange import Exchange
 from adslot.demand.stats import DemandStats
+from adslot.fleet.watch import FleetWatch
 from adslot.ledger.backends import ledger_for
 from adslot.ledger.budget import DeliveryCache
 from adslot.ledger.group_commit import GroupCommitter
@@ -140,6 +141,8 @@ class Environment:
             name=f"billing-{env.name}",
             stats=self.demand_stats,
         )
+        # Each screen's status and the alerts when screens go silent (fleet/watch.py): one look per interval.
+        self.fleet = FleetWatch(self.engine, settings, env.name)
         self.rng = random.Random(seed)
         self.catalog: Catalog | None = None
         self.testing_key: str | None = None
@@ -164,8 +167,10 @@ class Environment:
         self.retention.start()
         self.demand_stats.start()
         self.billing.start()
+        self.fleet.start()
 
     async def stop(self) -> None:
+        await self.fleet.stop()
         await self.sweeper.stop()
         await self.retention.stop()
         await self.billing.stop()

@@ -291,6 +291,22 @@ class Settings:
     """The client networks that may read {host}/metrics (ops/app.py); others get 403."""
     metrics_token: str | None = None
     """When set, {host}/metrics also requires `Authorization: Bearer <token>` (401 without it)."""
+    screen_silent_seconds: int = 900
+    """A screen open and silent this long raises an alert (fleet/); an environment's own value wins."""
+    screen_check_seconds: float = 30.0
+    """How often each node's screen checker looks at the fleet and sends what its outbox holds."""
+    screen_not_playing_seconds: int = 3600
+    """The window over which a screen's counted plays are compared with its fills (the not_playing rule)."""
+    alert_webhooks_allow_private: bool = False
+    """Whether alert webhooks may go to loopback or private addresses (tests, an in-house receiver)."""
+    smtp_host: str | None = None
+    """The SMTP server alert emails go through; None: no email."""
+    smtp_port: int = 587
+    smtp_starttls: bool = True
+    smtp_user: str | None = None
+    smtp_password: str | None = field(default=None, repr=False)
+    """Never shown nor logged."""
+    smtp_from: str = "adslot@localhost"
 
     def environment(self, name: str) -> EnvironmentSettings:
         for env in self.environments:
@@ -447,6 +463,19 @@ def load_settings(
         redis_key_prefix=_redis_prefix(env, "ADSLOT_REDIS_KEY_PREFIX"),
         metrics_allow=_networks(env, "ADSLOT_METRICS_ALLOW") or DEFAULTS.metrics_allow,
         metrics_token=_token(env, "ADSLOT_METRICS_TOKEN"),
+        screen_silent_seconds=_int(env, "ADSLOT_SCREEN_SILENT_SECONDS", DEFAULTS.screen_silent_seconds, 1),
+        screen_check_seconds=_int(env, "ADSLOT_SCREEN_CHECK_MS", _ms(DEFAULTS.screen_check_seconds), 50)
+        / 1000,
+        screen_not_playing_seconds=_int(
+            env, "ADSLOT_SCREEN_NOT_PLAYING_SECONDS", DEFAULTS.screen_not_playing_seconds, 1
+        ),
+        alert_webhooks_allow_private=_bool(env, "ADSLOT_ALERT_WEBHOOKS_ALLOW_PRIVATE", False),
+        smtp_host=env.get("ADSLOT_SMTP_HOST") or None,
+        smtp_port=_int(env, "ADSLOT_SMTP_PORT", DEFAULTS.smtp_port, 1, 65535),
+        smtp_starttls=_bool(env, "ADSLOT_SMTP_STARTTLS", DEFAULTS.smtp_starttls),
+        smtp_user=env.get("ADSLOT_SMTP_USER") or None,
+        smtp_password=env.get("ADSLOT_SMTP_PASSWORD") or None,
+        smtp_from=env.get("ADSLOT_SMTP_FROM") or DEFAULTS.smtp_from,
     )
     if 0 < settings.rate_limit_burst < 1:
         raise SettingsError("ADSLOT_RATE_LIMIT_BURST must be 0 (twice the rate) or at least 1")

@@ -60,6 +60,15 @@ MANAGEMENT = {
     ("get", "/api/v1/demand/creatives/{creative_id}/preview"),
     ("post", "/api/v1/demand/creatives/{creative_id}/approve"),
     ("post", "/api/v1/demand/creatives/{creative_id}/reject"),
+    ("get", "/api/v1/screens"),
+    ("get", "/api/v1/venues/{venue_id}/hours"),
+    ("post", "/api/v1/venues/{venue_id}/hours"),
+    ("get", "/api/v1/alerts"),
+    ("get", "/api/v1/alerts/settings"),
+    ("post", "/api/v1/alerts/settings"),
+    ("get", "/api/v1/alerts/webhooks"),
+    ("post", "/api/v1/alerts/webhooks"),
+    ("delete", "/api/v1/alerts/webhooks/{webhook_id}"),
 }
 KEYED = {
     ("post", "/api/v1/ad/request"),

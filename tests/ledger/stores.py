@@ -33,6 +33,8 @@ from adslot.storage.tables import (
     key_stats,
     ledger_answers,
     request_stats,
+    screen_plays,
+    screen_status,
 )
 
 T = TypeVar("T")
@@ -95,6 +97,8 @@ class LedgerDatabase:
                 key_stats,
                 ledger_answers,
                 demand_wins,
+                screen_status,
+                screen_plays,
             ):
                 conn.execute(sa.delete(table))
 

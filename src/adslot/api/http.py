@@ -14,6 +14,7 @@ from adslot.api.management import MANAGEMENT_CONTROLLERS
 from adslot.api.pages import PAGE_ROUTES
 from adslot.api.pop_batch_route import pop_batch
 from adslot.api.reports import REPORT_CONTROLLERS
+from adslot.api.screens import FLEET_CONTROLLERS
 from adslot.environment import Environment
 from adslot.player.api import PLAYER_API
 from adslot.player.pages import PLAYER_PAGES
@@ -29,6 +30,7 @@ def build_litestar(env: Environment) -> Litestar:
             *HOT_ROUTES,
             pop_batch,
             *MANAGEMENT_CONTROLLERS,
+            *FLEET_CONTROLLERS,
             *REPORT_CONTROLLERS,
             *PAGE_ROUTES,
             *PLAYER_API,

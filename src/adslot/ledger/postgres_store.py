@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -76,9 +77,15 @@ from adslot.ledger.store import (
     INSERT_WIN_COLUMNS,
     INVALID_COLUMNS,
     KEY_STATS_UPSERT_SET,
+    PLAYED_SELECT,
     PRUNE_ANSWERS,
     PRUNE_WHERE,
     SAVE_ANSWER_SET,
+    SCREEN_PLAYS_SELECT,
+    SCREEN_PLAYS_UPSERT,
+    SCREEN_STATUS_COLUMNS,
+    SCREEN_STATUS_SELECT,
+    SCREEN_STATUS_UPSERT_SET,
     SELECT_ONE,
     STATE_COLUMNS,
     STATS_UPSERT_SET,
@@ -266,6 +273,27 @@ KEY_STATS = (
     "ON CONFLICT (hour, key_id) DO UPDATE SET " + KEY_STATS_UPSERT_SET
 )
 
+SCREENS = (
+    f"INSERT INTO screen_status ({SCREEN_STATUS_COLUMNS}) "
+    + SCREEN_STATUS_SELECT.format(
+        now="$10::bigint",
+        union=(
+            "SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], "
+            "$6::bigint[], $7::bigint[]) AS r(venue_id, screen_id, last_request_at, last_fill_at, "
+            "last_play_at, fills, plays) UNION ALL "
+            + PLAYED_SELECT.format(played="unnest($8::uuid[], $9::bigint[]) AS p(id, at)")
+        ),
+    )
+    + f" ON CONFLICT (venue_id, screen_id) DO UPDATE SET {SCREEN_STATUS_UPSERT_SET}"
+)
+"""What the batch tells of each screen: its requests from the batch, its plays located through their ad
+requests in the same statement (no round trip more); one row per screen, in key order."""
+SCREEN_PLAYS = (
+    "INSERT INTO screen_plays (venue_id, screen_id, hour, plays) "
+    + SCREEN_PLAYS_SELECT.format(played="unnest($1::uuid[], $2::bigint[]) AS p(id, at)")
+    + f" {SCREEN_PLAYS_UPSERT}"
+)
+
 SAVE_ANSWERS = (
     f"INSERT INTO ledger_answers ({ANSWER_COLUMNS}) "
     "SELECT * FROM unnest($1::bytea[], $2::int[], $3::bigint[], $4::bigint[], $5::bytea[]) "
@@ -285,6 +313,8 @@ WRITES = {
     "insert": INSERT,
     "stats": STATS,
     "key_stats": KEY_STATS,
+    "screens": SCREENS,
+    "plays": SCREEN_PLAYS,
     "answers": SAVE_ANSWERS,
     "wins": INSERT_WINS,
     "bills": BILLS_DUE,
@@ -392,6 +422,16 @@ def _writes(
     if key_stats:
         parts.append(("key_stats", KEY_STATS))
         args += _columns(key_stats, 4)
+    now = int(time.time())
+    asked, played = batch.screen_requests(now), batch.counted_plays()
+    if asked or played:
+        parts.append(("screens", SCREENS))
+        asked_columns = _columns(asked, 5)
+        nothing, zero = [None] * len(asked), [0] * len(asked)
+        args += [*asked_columns[:4], nothing, asked_columns[4], zero, *_columns(played, 2), now]
+        if played:
+            parts.append(("plays", SCREEN_PLAYS))
+            args += _columns(played, 2)
     rows = answer_rows(receipts, verdicts)
     if rows:
         parts.append(("answers", SAVE_ANSWERS))

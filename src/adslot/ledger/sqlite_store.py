@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -45,9 +46,15 @@ from adslot.ledger.store import (
     INSERT_WIN_COLUMNS,
     INVALID_COLUMNS,
     KEY_STATS_UPSERT_SET,
+    PLAYED_SELECT,
     PRUNE_ANSWERS,
     PRUNE_WHERE,
     SAVE_ANSWER_SET,
+    SCREEN_PLAYS_SELECT,
+    SCREEN_PLAYS_UPSERT,
+    SCREEN_STATUS_COLUMNS,
+    SCREEN_STATUS_SELECT,
+    SCREEN_STATUS_UPSERT_SET,
     SELECT_ONE,
     SET_ONCE_COLUMNS,
     STATE_COLUMNS,
@@ -191,6 +198,43 @@ def _read_current(conn: sqlite3.Connection, batch: Batch, memory: Remembered) ->
     return found
 
 
+_REQUESTED = "r(venue_id, screen_id, last_request_at, last_fill_at, last_play_at, fills, plays)"
+
+
+def _write_screens(
+    conn: sqlite3.Connection,
+    requests: Sequence[tuple[str, str, int, int | None, int]],
+    plays: Sequence[tuple[uuid.UUID, int]],
+    now: int,
+) -> None:
+    """screen_status and screen_plays from one batch: one statement each (per CHUNK rows), keyed upserts."""
+    for i in range(0, max(len(requests), len(plays)), CHUNK):
+        asked, played = requests[i : i + CHUNK], plays[i : i + CHUNK]
+        ctes: list[str] = []
+        union: list[str] = []
+        args: list[object] = []
+        if asked:
+            ctes.append(f"{_REQUESTED} AS (VALUES {', '.join(['(?, ?, ?, ?, NULL, ?, 0)'] * len(asked))})")
+            union.append("SELECT * FROM r")
+            args += [v for row in asked for v in row]
+        if played:
+            ctes.append(f"p(id, at) AS (VALUES {', '.join(['(?, ?)'] * len(played))})")
+            union.append(PLAYED_SELECT.format(played="p"))
+            args += [v for ident, at in played for v in (ident.hex, at)]
+        select = SCREEN_STATUS_SELECT.format(now="?", union=" UNION ALL ".join(union))
+        conn.execute(
+            f"WITH {', '.join(ctes)} INSERT INTO screen_status ({SCREEN_STATUS_COLUMNS}) {select} "
+            f"ON CONFLICT (venue_id, screen_id) DO UPDATE SET {SCREEN_STATUS_UPSERT_SET}",
+            [*args, now, now],
+        )
+        if played:
+            conn.execute(
+                f"WITH {ctes[-1]} INSERT INTO screen_plays (venue_id, screen_id, hour, plays) "
+                f"{SCREEN_PLAYS_SELECT.format(played='p')} {SCREEN_PLAYS_UPSERT}",
+                [v for ident, at in played for v in (ident.hex, at)],
+            )
+
+
 def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> None:
     """The batch plan's I/O, inside the caller's BEGIN IMMEDIATE (SQLite's one write lock)."""
     batch.resolve(_read_current(conn, batch, memory))
@@ -246,6 +290,10 @@ def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> None:
         keyed = key_stats[i : i + CHUNK]
         values = ", ".join(["(?, ?, ?, ?)"] * len(keyed))
         conn.execute(KEY_STATS.format(values=values), [v for row in keyed for v in row])
+    now = int(time.time())
+    asked, played = batch.screen_requests(now), batch.counted_plays()
+    if asked or played:
+        _write_screens(conn, asked, played, now)
     prune = batch.prune()
     if prune is not None:
         conn.execute(PRUNE, prune)

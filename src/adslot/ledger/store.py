@@ -225,6 +225,46 @@ KEY_STATS_UPSERT_SET = (
 )
 
 
+def _latest(column: str) -> str:
+    """The later of the stored and the new time, either of which may be NULL (portable: no GREATEST)."""
+    new, old = f"excluded.{column}", f"screen_status.{column}"
+    keep = f"{new} IS NULL OR ({old} IS NOT NULL AND {old} >= {new})"
+    return f"{column} = CASE WHEN {keep} THEN {old} ELSE {new} END"
+
+
+SCREEN_STATUS_COLUMNS = (
+    "venue_id, screen_id, first_seen_at, last_request_at, last_fill_at, last_play_at, window_start, "
+    "window_fills, window_plays"
+)
+SCREEN_STATUS_UPSERT_SET = ", ".join(
+    [
+        *(_latest(c) for c in ("last_request_at", "last_fill_at", "last_play_at")),
+        "window_fills = screen_status.window_fills + excluded.window_fills",
+        "window_plays = screen_status.window_plays + excluded.window_plays",
+    ]
+)
+"""A batch's news of a screen folded into its row: the latest times, the window's fills and plays added."""
+SCREEN_STATUS_SELECT = (
+    "SELECT venue_id, screen_id, {now}, max(last_request_at), max(last_fill_at), max(last_play_at), {now}, "
+    "sum(fills), sum(plays) FROM ({union}) AS u WHERE true GROUP BY venue_id, screen_id ORDER BY venue_id, "
+    "screen_id"
+)
+"""One row per screen from the batch's requests and its counted plays (located through their ad requests by
+primary key, in the same statement); `WHERE true` lets SQLite parse the ON CONFLICT after a SELECT."""
+PLAYED_SELECT = (
+    "SELECT a.venue_id AS venue_id, COALESCE(a.screen_id, '') AS screen_id, "
+    "CAST(NULL AS BIGINT) AS last_request_at, CAST(NULL AS BIGINT) AS last_fill_at, p.at AS last_play_at, "
+    "0 AS fills, 1 AS plays FROM {played} JOIN ad_requests AS a ON a.id = p.id"
+)
+SCREEN_PLAYS_SELECT = (
+    "SELECT a.venue_id, COALESCE(a.screen_id, ''), p.at - p.at % 3600, count(*) FROM {played} "
+    "JOIN ad_requests AS a ON a.id = p.id WHERE true GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+)
+SCREEN_PLAYS_UPSERT = (
+    "ON CONFLICT (venue_id, screen_id, hour) DO UPDATE SET plays = screen_plays.plays + excluded.plays"
+)
+
+
 @dataclass(slots=True)
 class Batch:
     """One batch's plan and state; pure: the store feeds it what it read and writes what it returns."""
@@ -395,6 +435,30 @@ class Batch:
             if op.key_id is not None:
                 rows.setdefault((op.key_id, op.play_time - op.play_time % HOUR), [0, 0])[0] += 1
         return [(*key, requests, fills) for key, (requests, fills) in sorted(rows.items())]
+
+    def screen_requests(self, now: int) -> list[tuple[str, str, int, int | None, int]]:
+        """(venue, screen or "", last request, last fill or None, fills) per screen this batch's ad requests
+        named, sorted: what screen_status learns of them, `now` being when the batch is written (one row per
+        screen however many requests it made, so the cost per request is a dict update)."""
+        fills: dict[tuple[str, str], int] = {}
+        for record, _ in self.admitted:
+            key = (record.venue_id, record.screen_id or "")
+            fills[key] = fills.get(key, 0) + 1
+        for op in self.no_fills:
+            key = (op.venue_id, op.screen_id or "")
+            fills.setdefault(key, 0)
+        return [
+            (venue, screen, now, now if count else None, count)
+            for (venue, screen), count in sorted(fills.items())
+        ]
+
+    def counted_plays(self) -> list[tuple[uuid.UUID, int]]:
+        """(ad request, impression time) of each first impression this batch counts: a play of its screen."""
+        return [
+            (ident, change.set_times[IMPRESSION_COLUMN])
+            for ident, change in self.changes.items()
+            if IMPRESSION_COLUMN in change.set_times
+        ]
 
     def invalid_rows(self) -> list[tuple[uuid.UUID, str, str, int, str]]:
         """(ad request, event, layer, played_at, reason) of each fire the invalid-traffic rules flagged."""

@@ -500,4 +500,94 @@ player_status = sa.Table(
     sa.Column("last_error", sa.String(512), nullable=True),
     sa.Column("last_ad_request_at", sa.BigInteger, nullable=True),
     sa.Column("reported_at", sa.BigInteger, nullable=False),
+# Each screen's last ad request, fill and counted play, kept by the ledger writer with each batch (one upsert
+# row per screen a batch names), and the checker's rolling window of fills and plays (the "not playing" rule).
+# screen_id "" when the requests named no screen. No foreign key: an unregistered screen is recorded too.
+screen_status = sa.Table(
+    "screen_status",
+    metadata,
+    sa.Column("venue_id", sa.String(128), primary_key=True),
+    sa.Column("screen_id", sa.String(128), primary_key=True),
+    sa.Column("first_seen_at", sa.BigInteger, nullable=False),
+    sa.Column("last_request_at", sa.BigInteger, nullable=True),
+    sa.Column("last_fill_at", sa.BigInteger, nullable=True),
+    sa.Column("last_play_at", sa.BigInteger, nullable=True),
+    sa.Column("window_start", sa.BigInteger, nullable=False),
+    sa.Column("window_fills", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("window_plays", sa.BigInteger, nullable=False, server_default="0"),
+)
+
+# Counted plays (first impressions) per screen and UTC hour of the play, written with screen_status.
+screen_plays = sa.Table(
+    "screen_plays",
+    metadata,
+    sa.Column("venue_id", sa.String(128), primary_key=True),
+    sa.Column("screen_id", sa.String(128), primary_key=True),
+    sa.Column("hour", sa.BigInteger, primary_key=True),
+    sa.Column("plays", sa.BigInteger, nullable=False, server_default="0"),
+)
+
+# A venue's opening hours (fleet/hours.py's JSON): silence while it is closed raises no alert.
+venue_hours = sa.Table(
+    "venue_hours",
+    metadata,
+    sa.Column("venue_id", sa.String(128), sa.ForeignKey("venues.venue_id"), primary_key=True),
+    sa.Column("schedule", sa.Text, nullable=False),
+)
+
+# One row per alert episode: unique per (kind, subject, episode), so that of several nodes that see the same
+# silence only one raises it (the one whose insert lands), and only one clears it (cleared_at set once).
+alerts = sa.Table(
+    "alerts",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("kind", sa.String(32), nullable=False),  # screen_silent, venue_dark, not_playing
+    sa.Column("venue_id", sa.String(128), nullable=False),
+    sa.Column("screen_id", sa.String(128), nullable=False),  # "" for a venue alert
+    sa.Column("episode", sa.BigInteger, nullable=False),  # the silence's start (last request) or window start
+    sa.Column("raised_at", sa.BigInteger, nullable=False),
+    sa.Column("cleared_at", sa.BigInteger, nullable=True, index=True),
+    sa.Column("detail", sa.Text, nullable=False),
+    sa.UniqueConstraint("kind", "venue_id", "screen_id", "episode", name="uq_alerts_episode"),
+)
+
+alert_webhooks = sa.Table(
+    "alert_webhooks",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("url", sa.String(2048), nullable=False),
+    sa.Column("secret", sa.String(128), nullable=False),  # the HMAC key; shown once, when created
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("removed_at", sa.BigInteger, nullable=True),
+)
+
+# The outbox: one row per (alert notice, receiver), written in the transaction that raises or clears the
+# alert; sent in id order per receiver (channel, target), retried with backoff until delivered.
+alert_deliveries = sa.Table(
+    "alert_deliveries",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("alert_id", sa.Integer, sa.ForeignKey("alerts.id"), nullable=False),
+    sa.Column("event", sa.String(16), nullable=False),  # raised, cleared
+    sa.Column("channel", sa.String(16), nullable=False),  # webhook, email
+    sa.Column("target", sa.String(2048), nullable=False),  # webhook id, or the email address
+    sa.Column("body", sa.Text, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("next_at", sa.BigInteger, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("claimed_until", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("delivered_at", sa.BigInteger, nullable=True),
+    sa.Column("last_error", sa.Text, nullable=True),
+    sa.Index("ix_alert_deliveries_pending", "delivered_at", "channel", "target", "id"),
+)
+
+alert_attempts = sa.Table(
+    "alert_attempts",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("delivery_id", sa.Integer, sa.ForeignKey("alert_deliveries.id"), nullable=False, index=True),
+    sa.Column("at", sa.BigInteger, nullable=False),
+    sa.Column("ok", sa.Boolean, nullable=False),
+    sa.Column("status", sa.Integer, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
 )

@@ -96,6 +96,14 @@ CATALOG_VERSION = Gauge(
     multiprocess_mode="livemin",
     registry=REGISTRY,
 )
+SCREENS = Gauge(
+    "adslot_screens",
+    "Screens by status (online, silent, closed, never_seen; unregistered counts those asking unregistered), "
+    "as the last fleet look found them.",
+    ["environment", "status"],
+    multiprocess_mode="livemax",
+    registry=REGISTRY,
+)
 DEMAND_OUTCOMES = (
     "bid",
     "no_bid",
@@ -293,6 +301,14 @@ def set_demand(environment: str, source: object, partners: DemandCounts) -> None
         _demand[source] = (environment, partners)
 
 
+_screens: dict[str, dict[str, int]] = {}
+
+
+def set_screens(environment: str, by_status: dict[str, int]) -> None:
+    """The fleet watch's counts (fleet/watch.py), set into the gauges at the next flush."""
+    _screens[environment] = dict(by_status)
+
+
 def flush() -> None:
     """Move every tally's change since the last flush into the prometheus_client metrics."""
     with _flush_lock:
@@ -314,6 +330,9 @@ def flush() -> None:
                 if delta:
                     POP_EVENTS.labels(name, event, result).inc(delta)
                     _flushed_pops[key] = count
+        for name, by_status in list(_screens.items()):
+            for status, count in by_status.items():
+                SCREENS.labels(name, status).set(count)
         for name, (depth, version) in _gauges.items():
             QUEUE_DEPTH.labels(name).set(depth)
             CATALOG_VERSION.labels(name).set(version)

@@ -1,0 +1,65 @@
+"""Each batch folds what it tells of each screen into screen_status and screen_plays (store.py, step 4):
+one row per screen and batch, on both databases."""
+
+from __future__ import annotations
+
+import time
+
+import sqlalchemy as sa
+
+from adslot.ledger.records import Fire, Issue, NoFill
+from adslot.storage.tables import screen_plays, screen_status
+from tests.ledger.stores import PLAY, LedgerDatabase, record
+
+
+def _status(db: LedgerDatabase) -> dict[tuple[str, str], sa.Row[tuple[object, ...]]]:
+    with db.engine.connect() as conn:
+        return {(r.venue_id, r.screen_id): r for r in conn.execute(sa.select(screen_status))}
+
+
+def _plays(db: LedgerDatabase) -> dict[tuple[str, str, int], int]:
+    with db.engine.connect() as conn:
+        return {(r.venue_id, r.screen_id, r.hour): r.plays for r in conn.execute(sa.select(screen_plays))}
+
+
+def test_requests_fills_and_counted_plays_reach_each_screens_row_once_per_batch(db: LedgerDatabase) -> None:
+    before = int(time.time())
+    first, second = record(), record()
+    verdicts = db.apply(
+        [
+            Issue(first),
+            NoFill("lobby", "s2", PLAY),
+            Issue(second),
+            NoFill("lobby", "s2", PLAY),
+            NoFill("lobby", None, PLAY),
+        ]
+    )
+    assert [v.outcome for v in verdicts] == ["issued", "recorded", "issued", "recorded", "recorded"]
+    rows = _status(db)
+    assert set(rows) == {("lobby", "s1"), ("lobby", "s2"), ("lobby", "")}
+    s1, s2 = rows["lobby", "s1"], rows["lobby", "s2"]
+    assert before <= s1.last_request_at <= int(time.time()) and s1.last_fill_at == s1.last_request_at
+    assert (s1.window_fills, s1.window_plays, s1.last_play_at) == (2, 0, None)
+    assert s2.last_request_at >= before and s2.last_fill_at is None and s2.window_fills == 0
+    first_seen = s1.first_seen_at
+
+    # The first impression of each counts as a play of its screen; a repeat (duplicate) does not.
+    db.apply(
+        [
+            Fire(first.id, "impression", "wrapper", PLAY + 1),
+            Fire(first.id, "impression", "wrapper", PLAY + 2),
+            Fire(second.id, "impression", "inline", PLAY + 3),
+        ]
+    )
+    s1 = _status(db)["lobby", "s1"]
+    assert (s1.window_fills, s1.window_plays, s1.last_play_at) == (2, 2, PLAY + 3)
+    assert s1.first_seen_at == first_seen and s1.last_fill_at is not None
+    assert _plays(db) == {("lobby", "s1", PLAY + 1 - (PLAY + 1) % 3600): 2}
+
+    # A later batch's older play time never moves the last play back.
+    third = record()
+    db.apply([Issue(third)])
+    db.apply([Fire(third.id, "impression", "wrapper", PLAY - 7200)])
+    s1 = _status(db)["lobby", "s1"]
+    assert (s1.window_fills, s1.window_plays, s1.last_play_at) == (3, 3, PLAY + 3)
+    assert sum(_plays(db).values()) == 3
