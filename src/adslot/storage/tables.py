@@ -500,6 +500,8 @@ player_status = sa.Table(
     sa.Column("last_error", sa.String(512), nullable=True),
     sa.Column("last_ad_request_at", sa.BigInteger, nullable=True),
     sa.Column("reported_at", sa.BigInteger, nullable=False),
+)
+
 # Each screen's last ad request, fill and counted play, kept by the ledger writer with each batch (one upsert
 # row per screen a batch names), and the checker's rolling window of fills and plays (the "not playing" rule).
 # screen_id "" when the requests named no screen. No foreign key: an unregistered screen is recorded too.
