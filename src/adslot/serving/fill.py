@@ -133,9 +133,11 @@ async def fill_slot(
     new_id: Callable[[], uuid.UUID],
     exchange: Exchange | None = None,
     timing: Timing | None = None,
+    plan: Callable[[LiveCampaign, Slot, float], Claims] = plan_claims,
 ) -> tuple[AdRequest, Choice | None] | None:
     """Issue the slot's ad request durably, or count a no-fill durably and return None. The choice is None
-    when a demand partner's bid won the slot. `timing`, when given, learns where the time went."""
+    when a demand partner's bid won the slot. `timing`, when given, learns where the time went. `plan` is
+    plan_claims, or a memo of it (the forecast's, whose campaigns do not change while it runs)."""
     slot = slot_for(catalog, request)
     impressions = impressions_for(slot.venue, slot.hour_of_week)
     planned: dict[int, Claims] = {}
@@ -143,7 +145,7 @@ async def fill_slot(
     def claims_of(campaign: LiveCampaign) -> Claims:
         claims = planned.get(campaign.id)
         if claims is None:
-            claims = planned[campaign.id] = plan_claims(campaign, slot, impressions)
+            claims = planned[campaign.id] = plan(campaign, slot, impressions)
         return claims
 
     def accept(campaign: LiveCampaign) -> bool:
