@@ -17,6 +17,7 @@ from adslot.settings import load_settings
 from adslot.storage.database import make_engine
 from adslot.storage.tables import api_keys
 from tests.conftest import BACKENDS, cli_databases, drop_schemas
+from tests.test_progress import on_terminal
 
 
 @pytest.fixture(params=BACKENDS)
@@ -415,36 +416,9 @@ def test_a_forecast_from_the_cli_prints_its_report_and_no_progress_when_piped(ru
 def test_a_forecast_on_a_terminal_shows_a_progress_bar(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import os
-    import pty
-    import subprocess
-    import sys
-    import threading
-
     cli_databases("sqlite", tmp_path, monkeypatch)
     campaign_id = _campaign_to_forecast(lambda *a, **k: CliRunner().invoke(main, list(a)).output)
-    main_fd, side_fd = pty.openpty()
-    command = "from adslot.cli import main; main()"
-    args = [sys.executable, "-c", command, "campaigns", "forecast", str(campaign_id), "--hours", "24"]
-    drawn = bytearray()
-
-    def read_terminal() -> None:  # as a terminal does, or the child blocks on a full one
-        while True:
-            try:
-                chunk = os.read(main_fd, 65536)
-            except OSError:  # the other side closed: all read
-                return
-            if not chunk:
-                return
-            drawn.extend(chunk)
-
-    reader = threading.Thread(target=read_terminal)
-    reader.start()
-    with subprocess.Popen(args, stdin=side_fd, stdout=subprocess.PIPE, stderr=side_fd) as child:
-        os.close(side_fd)
-        stdout, _ = child.communicate(timeout=120)
-    reader.join(timeout=10)
-    os.close(main_fd)
-    assert child.returncode == 0
+    code, stdout, drawn = on_terminal("campaigns", "forecast", str(campaign_id), "--hours", "24")
+    assert code == 0
     assert json.loads(stdout)["campaign_id"] == campaign_id, "the report still goes to standard output"
     assert b"Forecasting" in drawn and b"100%" in drawn, drawn

@@ -5,8 +5,40 @@ from __future__ import annotations
 import io
 import os
 import pty
+import subprocess
+import sys
+import threading
 
 from adslot.progress import progress_bar
+
+
+def on_terminal(*args: str, timeout: float = 120) -> tuple[int, bytes, bytes]:
+    """Run `adslot ARGS` with standard error on a terminal (a pty) and standard output on a pipe: (exit code,
+    standard output, what the terminal received)."""
+    main_fd, side_fd = pty.openpty()
+    drawn = bytearray()
+
+    def read_terminal() -> None:  # as a terminal does, or the child blocks on a full one
+        while True:
+            try:
+                chunk = os.read(main_fd, 65536)
+            except OSError:  # the other side closed: all read
+                return
+            if not chunk:
+                return
+            drawn.extend(chunk)
+
+    reader = threading.Thread(target=read_terminal)
+    reader.start()
+    command = [sys.executable, "-c", "from adslot.cli import main; main()", *args]
+    try:
+        with subprocess.Popen(command, stdin=side_fd, stdout=subprocess.PIPE, stderr=side_fd) as child:
+            os.close(side_fd)
+            stdout, _ = child.communicate(timeout=timeout)
+    finally:
+        reader.join(timeout=10)
+        os.close(main_fd)
+    return child.returncode, stdout, bytes(drawn)
 
 
 def test_piped_output_gets_no_progress() -> None:

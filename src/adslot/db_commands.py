@@ -8,13 +8,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import click
+import sqlalchemy as sa
 
 from adslot.environment import prepare_database
+from adslot.progress import progress_bar, quiet
 from adslot.retention.rollup import DAY
 from adslot.retention.task import RetentionTask
 from adslot.settings import ENVIRONMENTS, MIN_RETENTION_DAYS, Settings, SettingsError, load_settings
 from adslot.storage.backup import BackupError, backup, restore
-from adslot.storage.database import make_engine
+from adslot.storage.database import make_engine, read_transaction
+from adslot.storage.tables import ad_requests
 
 
 def _settings() -> Settings:
@@ -30,7 +33,8 @@ def db_backup(path: Path) -> None:
     """Copy the production and sandbox SQLite databases into the new directory PATH, consistently, while a
     server runs (PostgreSQL: see docs/operations.md, "Backup and restore")."""
     try:
-        copied = backup(_settings().environments, path)
+        with progress_bar("Backing up") as progress:
+            copied = backup(_settings().environments, path, progress)
     except BackupError as exc:
         raise click.ClickException(str(exc)) from exc
     for item in copied:
@@ -50,6 +54,15 @@ def db_restore(path: Path, force: bool) -> None:
     for old in moved:
         click.echo(f"kept the replaced database as {old}")
     click.echo(f"restored from {path}; `adslot serve` migrates it if it is older than this release")
+
+
+def _waiting(engine: sa.Engine, before: int) -> int:
+    """How many settled ad requests were played before `before`: the progress bar's length (a count the
+    command pays once, on a terminal only)."""
+    t = ad_requests.c
+    with read_transaction(engine) as conn:
+        query = sa.select(sa.func.count()).where(t.play_time < before, t.settled_at.is_not(None))
+        return int(conn.execute(query).scalar_one())
 
 
 def _before(ctx: click.Context, param: click.Parameter, value: str) -> int:
@@ -88,7 +101,10 @@ def db_rollup(env_name: str, before: int) -> None:
         engine, None, batch_rows=settings.retention_batch_rows, pause=settings.retention_pause_seconds
     )
     try:
-        rolled = asyncio.run(task.run_pass(before))
+        with progress_bar("Rolling up") as progress:
+            waiting = _waiting(engine, before) if progress is not quiet else 0
+            rolled = asyncio.run(task.run_pass(before, lambda rows: progress(rows / max(1, waiting))))
+            progress(1.0)
     finally:
         engine.dispose()
     day = time.strftime("%F", time.gmtime(before))

@@ -20,7 +20,7 @@ def progress_bar(label: str, stream: TextIO | None = None) -> Iterator[Callable[
     by default) when it is a terminal, and does nothing otherwise."""
     out = stream if stream is not None else sys.stderr
     if not out.isatty():
-        yield _quiet
+        yield quiet
         return
     with click.progressbar(length=STEPS, label=label, file=out, show_eta=True) as bar:
         drawn = [0]
@@ -34,5 +34,5 @@ def progress_bar(label: str, stream: TextIO | None = None) -> Iterator[Callable[
         yield report
 
 
-def _quiet(share: float) -> None:
-    """No terminal to draw on."""
+def quiet(share: float) -> None:
+    """The callback when there is no terminal to draw on: a caller may skip what only the bar needs."""

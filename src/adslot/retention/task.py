@@ -84,9 +84,10 @@ class RetentionTask:
                 self._outages.failed(f"the retention pass of {self._name}", exc)
             await asyncio.sleep(self.interval)
 
-    async def run_pass(self, before: int | None = None) -> int:
+    async def run_pass(self, before: int | None = None, progress: Callable[[int], None] | None = None) -> int:
         """Roll up, batch by batch, what was played before `before` (a whole bucket; by default the
-        retention's cutoff now); the number of ad requests rolled up."""
+        retention's cutoff now); the number of ad requests rolled up. `progress(rows)` is told the number
+        rolled up so far after each batch."""
         now = int(self._now())
         if before is None:
             assert self.days is not None, "no retention and no cutoff"
@@ -98,6 +99,8 @@ class RetentionTask:
         for _ in range(MAX_BATCHES):
             batch = await anyio.to_thread.run_sync(roll_batch, self.engine, before, now, self.batch_rows)
             total += batch.rows
+            if progress is not None:
+                progress(total)
             if batch.busy or batch.rows < self.batch_rows:
                 break
             await asyncio.sleep(self.pause)

@@ -24,7 +24,7 @@ import os
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,11 +64,14 @@ def sqlite_files(environments: Sequence[EnvironmentSettings]) -> dict[str, Path]
     return {env.name: sqlite_path(env.database_url) for env in environments}
 
 
-def _digest(path: Path) -> str:
+def _digest(path: Path, read: Callable[[int], None] | None = None) -> str:
+    """The file's SHA-256; `read(bytes)` is told of each MiB read."""
     digest = hashlib.sha256()
     with path.open("rb") as stream:
         while chunk := stream.read(1 << 20):
             digest.update(chunk)
+            if read is not None:
+                read(len(chunk))
     return digest.hexdigest()
 
 
@@ -108,8 +111,15 @@ def _integrity(conn: sqlite3.Connection) -> str | None:
     return None if found == ["ok"] else "; ".join(found[:5])
 
 
-def backup(environments: Sequence[EnvironmentSettings], target: Path) -> list[Copied]:
-    """Copy every environment's database into the new directory `target`, consistently, while it serves."""
+def backup(
+    environments: Sequence[EnvironmentSettings],
+    target: Path,
+    progress: Callable[[float], None] | None = None,
+) -> list[Copied]:
+    """Copy every environment's database into the new directory `target`, consistently, while it serves.
+
+    `progress(share)` is told how far it is, by bytes: each database counts once copied and once digested
+    (the copy is one step, for one snapshot, so it moves the share once)."""
     files = sqlite_files(environments)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise BackupError(f"{target} already exists: name a new directory (or an empty one)")
@@ -118,6 +128,14 @@ def backup(environments: Sequence[EnvironmentSettings], target: Path) -> list[Co
             raise BackupError(f"the {name} database {source} does not exist")
     target.mkdir(parents=True, exist_ok=True)
     copied: list[Copied] = []
+    total = 2 * sum(source.stat().st_size for source in files.values()) or 1
+    done = [0]
+
+    def moved(size: int) -> None:
+        done[0] += size
+        if progress is not None:
+            progress(min(1.0, done[0] / total))
+
     for name, source in files.items():
         file = f"{name}.sqlite3"
         destination = target / file
@@ -128,7 +146,8 @@ def backup(environments: Sequence[EnvironmentSettings], target: Path) -> list[Co
         if problem is not None:
             raise BackupError(f"the copy of the {name} database failed its integrity check: {problem}")
         _fsync(destination)
-        copied.append(Copied(name, file, revision, destination.stat().st_size, _digest(destination)))
+        moved(source.stat().st_size)
+        copied.append(Copied(name, file, revision, destination.stat().st_size, _digest(destination, moved)))
     manifest = {
         "format": FORMAT,
         "created_at": int(time.time()),
