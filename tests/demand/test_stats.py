@@ -233,3 +233,31 @@ def test_a_failing_database_never_ends_the_loop_and_stop_keeps_what_it_could_not
     stats.engine = db
     assert stats.flush_now()
     assert stored(db) == expected()
+
+
+def test_a_stop_that_cancels_a_flush_in_flight_waits_for_it_and_keeps_every_count(tmp_path: Path) -> None:
+    """Cancelling the loop abandons the thread of a flush in flight: the stop's own flush must not find
+    the counts that thread holds missing and call everything written."""
+    path = tmp_path / "locked.db"
+    sa.create_engine(f"sqlite:///{path}").dispose()
+    holder = sa.create_engine(f"sqlite:///{path}").raw_connection()
+    holder.execute("BEGIN EXCLUSIVE")  # every write waits its busy timeout, then fails
+    in_flight = threading.Event()
+    engine = sa.create_engine(f"sqlite:///{path}", connect_args={"timeout": 0.3})
+    sa.event.listen(engine, "begin", lambda _conn: in_flight.set())
+
+    async def run() -> DemandStats:
+        stats = DemandStats(engine, interval_seconds=0.01)
+        stats.count(slot(), PLAY)
+        stats.start()
+        while not in_flight.is_set():
+            await asyncio.sleep(0.005)
+        await stats.stop()  # cancels the loop while its flush waits for the lock
+        return stats
+
+    try:
+        stats = asyncio.run(run())
+        assert stats.pending() == expected()
+    finally:
+        holder.close()
+        engine.dispose()

@@ -73,6 +73,7 @@ class DemandStats:
         # count() runs on the event loop, a flush's write in a worker thread, which puts back what it could
         # not write: the lock keeps the two from losing each other's additions.
         self._lock = threading.Lock()
+        self._flushing = threading.Lock()
         self._task: asyncio.Task[None] | None = None
         self._failing = False
 
@@ -124,24 +125,29 @@ class DemandStats:
 
     def flush_now(self) -> bool:
         """Write what was counted so far, in this thread; False (the counts kept for the next flush, a warning
-        logged for the first failure in a row) if the database refused."""
-        with self._lock:
-            taken, self._counts = self._counts, Counter()
-        if not taken:
-            return True
-        try:
-            write_counts(self.engine, taken)
-        except Exception as exc:  # kept and retried: the loop must go on whatever the database does
+        logged for the first failure in a row) if the database refused. One flush at a time: a stop that
+        cancels the loop abandons (does not end) a flush running in its thread, and the stop's own flush
+        must wait for that one to put back what it could not write before it takes what is left."""
+        with self._flushing:
             with self._lock:
-                self._counts.update(taken)
-            if not self._failing:
-                log.warning("%s: could not write demand stats (kept for the next flush): %s", self.name, exc)
-            self._failing = True
-            return False
-        if self._failing:
-            log.info("%s: demand stats written again", self.name)
-        self._failing = False
-        return True
+                taken, self._counts = self._counts, Counter()
+            if not taken:
+                return True
+            try:
+                write_counts(self.engine, taken)
+            except Exception as exc:  # kept and retried: the loop must go on whatever the database does
+                with self._lock:
+                    self._counts.update(taken)
+                if not self._failing:
+                    log.warning(
+                        "%s: could not write demand stats (kept for the next flush): %s", self.name, exc
+                    )
+                self._failing = True
+                return False
+            if self._failing:
+                log.info("%s: demand stats written again", self.name)
+            self._failing = False
+            return True
 
     async def _run(self) -> None:
         while True:
