@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,6 +11,8 @@ from pathlib import Path
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 
 from adslot.storage.database import checked_schema
 
@@ -49,7 +52,25 @@ def one_at_a_time(engine: sa.Engine, schema: str | None) -> Iterator[None]:
             lock.commit()
 
 
+@functools.cache
+def head_revision() -> str | None:
+    """The newest migration this release ships (read from its scripts once per process)."""
+    return ScriptDirectory(str(MIGRATIONS)).get_current_head()
+
+
+def current_revision(engine: sa.Engine, schema: str | None) -> str | None:
+    """The migration the database is at, or None when it has none yet."""
+    with engine.connect() as conn:
+        postgres = engine.dialect.name == "postgresql"
+        options = {"version_table_schema": checked_schema(schema)} if postgres else {}
+        return MigrationContext.configure(conn, opts=options).get_current_revision()
+
+
 def upgrade(engine: sa.Engine, schema: str | None) -> None:
+    """Bring the database to the newest migration. One already there costs one query: every CLI command
+    and every worker's start prepares its database, and Alembic's own run loads each script first."""
+    if current_revision(engine, schema) == head_revision():
+        return
     logging.getLogger("alembic").setLevel(logging.WARNING)
     if schema and engine.dialect.name == "postgresql":
         with engine.begin() as conn:
