@@ -21,6 +21,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 import uvicorn
+from argon2 import PasswordHasher
 
 from adslot.api.protocol import AdslotHttpProtocol
 from adslot.app import AdslotApp
@@ -29,11 +30,23 @@ from adslot.auth.repository import create_key
 from adslot.campaigns.repository import add_creative, create_advertiser, create_campaign
 from adslot.campaigns.schemas import AdvertiserIn, CampaignIn, CreativeIn
 from adslot.catalog import bump_version
+from adslot.console import users as console_users
 from adslot.environment import prepare_database
 from adslot.inventory.repository import create_venue
 from adslot.inventory.schemas import VenueIn
 from adslot.settings import Settings, load_settings
 from adslot.storage.database import make_engine
+from tests import fresh_databases
+
+fresh_databases.install()
+
+PRODUCT_HASHER = console_users.HASHER
+"""The console's password hasher as shipped (test_users.py holds its cost to OWASP's minimum)."""
+# Tests sign in thousands of times: each hash at the shipped cost (64 MiB, 3 passes, 60 ms or more on a
+# loaded machine) would be minutes of the suite spent proving nothing about sign-in. Hashes stay argon2id;
+# a stored hash carries its own parameters, so servers started as processes verify these too.
+console_users.HASHER = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+console_users.DUMMY_HASH = console_users.HASHER.hash("adslot: not a password of anyone")
 
 POSTGRES_URL = os.environ.get("ADSLOT_TEST_POSTGRES_URL")
 SHARED = Path(__file__).resolve().parents[2] / "shared"

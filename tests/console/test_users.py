@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from argon2 import Type
 
 from adslot.console import sessions, users
 from adslot.console.roles import allows
 from adslot.environment import transact
 from adslot.errors import ApiError
-from tests.conftest import migrated_engine
+from tests.conftest import PRODUCT_HASHER, migrated_engine
 
 PASSWORD = "a long enough password"
 
@@ -99,3 +100,9 @@ def test_each_role_can_do_what_the_one_before_it_can() -> None:
     assert allows("admin", "trafficker") and allows("trafficker", "viewer")
     assert not allows("viewer", "trafficker") and not allows("trafficker", "admin")
     assert not allows("owner", "viewer")
+
+
+def test_the_shipped_password_hasher_is_argon2id_at_owasps_cost_or_more() -> None:
+    # OWASP's password storage cheat sheet: argon2id with at least 19 MiB of memory and 2 passes.
+    assert PRODUCT_HASHER.type is Type.ID
+    assert PRODUCT_HASHER.memory_cost >= 19 * 1024 and PRODUCT_HASHER.time_cost >= 2
