@@ -301,23 +301,29 @@ def outcomes(verdicts: list[Verdict]) -> list[str]:
     return [v.outcome for v in verdicts]
 
 
-WAITING_ON_A_LOCK = "FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
-"""The sessions of this database waiting on a lock: a test's own, held up by row_held()."""
+WAITING_ON = """
+WITH RECURSIVE waiting(pid) AS (
+    SELECT pid FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))
+    UNION SELECT a.pid FROM pg_stat_activity a JOIN waiting w ON w.pid = ANY(pg_blocking_pids(a.pid))
+)
+SELECT {} FROM waiting"""
+"""The sessions waiting on a lock that the session $1 (row_held()'s) holds, or on one queued behind it: this
+test's own, whatever other tests run on the same server at the same time."""
 
 
 @asynccontextmanager
-async def row_held(store: PostgresLedgerStore, ident: uuid.UUID) -> AsyncIterator[None]:
+async def row_held(store: PostgresLedgerStore, ident: uuid.UUID) -> AsyncIterator[int]:
     """Another node's transaction holding the ad request's row lock, so whatever this writer sends on it
-    waits in the database until the block ends."""
+    waits in the database until the block ends; yields the holding session's process id."""
     assert store._connections is not None
     async with store._connections.pool.acquire() as conn, conn.transaction():
         await conn.execute("SELECT 1 FROM ad_requests WHERE id = $1 FOR UPDATE", ident)
-        yield
+        yield conn.get_server_pid()
 
 
-async def lock_waiters(store: PostgresLedgerStore) -> int:
+async def lock_waiters(store: PostgresLedgerStore, holder: int) -> int:
     assert store._connections is not None
-    return int(await store._connections.pool.fetchval(f"SELECT count(*) {WAITING_ON_A_LOCK}"))
+    return int(await store._connections.pool.fetchval(WAITING_ON.format("count(*)"), holder))
 
 
 def test_fires_on_remembered_ad_requests_are_one_statement_that_locks_nothing_first(
@@ -402,14 +408,16 @@ def test_a_batch_waits_for_one_in_flight_on_the_same_event_of_an_ad_request_and_
     async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, seen: list[str]) -> None:
         await ours.apply([Issue(held), Issue(other)])
         seen.clear()
-        async with row_held(theirs, held.id):
+        async with row_held(theirs, held.id) as holder:
             blocked = asyncio.ensure_future(ours.apply([Fire(held.id, "impression", "wrapper", PLAY)]))
             free = await asyncio.wait_for(ours.apply([Fire(other.id, "impression", "wrapper", PLAY)]), 10)
             assert outcomes(free) == ["counted"]
             after = asyncio.ensure_future(ours.apply([Fire(held.id, "impression", "inline", PLAY + 1)]))
             await asyncio.sleep(0.3)
             assert not blocked.done() and not after.done()
-            assert await lock_waiters(theirs) == 1, "the echo waits in the writer, not in the database"
+            assert await lock_waiters(theirs, holder) == 1, (
+                "the echo waits in the writer, not in the database"
+            )
         assert outcomes(await asyncio.wait_for(blocked, 10)) == ["counted"]
         assert outcomes(await asyncio.wait_for(after, 10)) == ["echo"]
         assert len(seen) == 3 and not any("FOR UPDATE" in q for q in seen), seen
@@ -432,12 +440,12 @@ def test_batches_in_flight_on_other_events_of_one_ad_request_go_at_once_and_each
     async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, seen: list[str]) -> None:
         await ours.apply([Issue(held)])
         seen.clear()
-        async with row_held(theirs, held.id):
+        async with row_held(theirs, held.id) as holder:
             first = asyncio.ensure_future(ours.apply([Fire(held.id, "impression", "wrapper", PLAY)]))
             second = asyncio.ensure_future(ours.apply([Fire(held.id, "start", "wrapper", PLAY + 1)]))
             await asyncio.sleep(0.3)
             assert not first.done() and not second.done()
-            assert await lock_waiters(theirs) == 2, "both are in the database, waiting on the row"
+            assert await lock_waiters(theirs, holder) == 2, "both are in the database, waiting on the row"
         assert outcomes(await asyncio.wait_for(first, 10)) == ["counted"]
         assert outcomes(await asyncio.wait_for(second, 10)) == ["counted"]
         assert len(seen) == 2 and not any("FOR UPDATE" in q for q in seen), "neither went again"
@@ -619,13 +627,13 @@ def test_a_fire_on_a_settled_ad_request_this_writer_never_saw_is_read_and_locked
     assert (row["impression_at"], row["fired"], row["late_count"]) == (None, 0, 1)
 
 
-async def terminate_the_waiting_backend(store: PostgresLedgerStore) -> None:
+async def terminate_the_waiting_backend(store: PostgresLedgerStore, holder: int) -> None:
     """End the one session waiting on a row lock (ours, held up by another transaction), as a server
     restart or a network cut would."""
     assert store._connections is not None
     pool = store._connections.pool
     for _ in range(100):
-        ended = await pool.fetchval(f"SELECT count(pg_terminate_backend(pid)) {WAITING_ON_A_LOCK}")
+        ended = await pool.fetchval(WAITING_ON.format("count(pg_terminate_backend(pid))"), holder)
         if ended:
             return
         await asyncio.sleep(0.05)
@@ -641,9 +649,9 @@ def test_a_write_whose_connection_dies_while_it_may_commit_is_an_outcome_unknown
 
     async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, _: list[str]) -> None:
         await ours.apply([Issue(made)])
-        async with row_held(theirs, made.id):
+        async with row_held(theirs, made.id) as holder:
             fire = asyncio.ensure_future(ours.apply([Fire(made.id, "impression", "wrapper", PLAY)]))
-            await terminate_the_waiting_backend(theirs)
+            await terminate_the_waiting_backend(theirs, holder)
             with pytest.raises(OutcomeUnknown):
                 await asyncio.wait_for(fire, 10)
         assert outcomes(await ours.apply([Fire(made.id, "impression", "wrapper", PLAY + 1)])) == ["counted"]
@@ -662,9 +670,9 @@ def test_a_batch_whose_connection_dies_before_its_commit_is_unavailable_and_not_
 
     async def scenario(ours: PostgresLedgerStore, theirs: PostgresLedgerStore, _: list[str]) -> None:
         await ours.apply([Issue(made)])
-        async with row_held(theirs, made.id):
+        async with row_held(theirs, made.id) as holder:
             release = asyncio.ensure_future(ours.apply([Release(made.id, made.account_id, PLAY - 10)]))
-            await terminate_the_waiting_backend(theirs)
+            await terminate_the_waiting_backend(theirs, holder)
             with pytest.raises(Exception) as failed:
                 await asyncio.wait_for(release, 10)
         assert unavailable(failed.value) and not isinstance(failed.value, OutcomeUnknown), failed.value
