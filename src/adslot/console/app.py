@@ -16,6 +16,7 @@ from adslot.console.pages import (
     players,
     proof,
     reports,
+    screens,
     share,
     signing,
     venues,
@@ -43,6 +44,7 @@ ROUTES = [
     *share.ROUTES,
     *reports.ROUTES,
     *insight.ROUTES,
+    *screens.ROUTES,
     *demand.ROUTES,
     *admin.ROUTES,
 ]

@@ -293,3 +293,21 @@ def bar_chart(
     parts.extend(legend)
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+def sparkline(values: Sequence[float], *, title: str, width: int = 120, height: int = 24) -> Markup:
+    """A small line of `values` (a screen's last 24 hours) from 0 to its peak, no axes: read by its shape,
+    its peak named in its title; an empty series is a flat line on the baseline."""
+    peak = max(values, default=0.0) or 1.0
+    count = max(len(values), 1)
+
+    def point(i: int, v: float) -> str:
+        x = 1 + (width - 2) * i / (count - 1) if count > 1 else width / 2
+        return f"{x:.1f},{height - 2 - (height - 4) * v / peak:.1f}"
+
+    points = " ".join(point(i, v) for i, v in enumerate(values))
+    return Markup(
+        f'<svg class="chart sparkline" role="img" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}"><title>{escape(title)}</title>'
+        f'<polyline fill="none" stroke="{PALETTE[0]}" stroke-width="1.5" points="{points}"/></svg>'
+    )

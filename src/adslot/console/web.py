@@ -66,6 +66,8 @@ NAV = (
     ("Demand", "demand"),
     ("Keys", "keys"),
     ("Health", "health"),
+    ("Screens", "screens"),
+    ("Alerts", "alerts"),
     ("Forecast", "forecast"),
     ("Users", "users"),
     ("Audit", "audit"),

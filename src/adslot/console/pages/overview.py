@@ -12,6 +12,13 @@ from adslot.campaigns import repository as campaigns_repo
 from adslot.console.charts import Series, line_chart
 from adslot.console.figures import DAY, HOUR, campaign_delivery, delivery, hour_floor
 from adslot.console.web import ROOT, EnvName, console_of, render
+from adslot.fleet import repository as fleet_repo
+
+
+def dark_screens(conn: Any, default_silent: int, now: float) -> int:
+    """Screens silent now while their venue is open (the Screens page lists them first)."""
+    silent = fleet_repo.silent_seconds(conn, default_silent)
+    return len(fleet_repo.fleet(conn, now, silent, status="silent", figures=False))
 
 
 @get(ROOT + "/{env_name:str}", include_in_schema=False)
@@ -30,6 +37,7 @@ async def dashboard(request: Request[Any, Any, Any], env_name: EnvName) -> Respo
         )
 
     today_totals, week_totals, hourly = await env.run_sync(read)
+    dark = await env.run_sync(lambda c: dark_screens(c, env.settings.screen_silent_seconds, now))
     hours = list(range(week, last_hour, HOUR))
     by_hour = {int(dt.datetime.fromisoformat(str(r.hour)).timestamp()): r for r in hourly}
     series = [
@@ -52,6 +60,7 @@ async def dashboard(request: Request[Any, Any, Any], env_name: EnvName) -> Respo
         chart=line_chart(labels, series, title="Ad requests, fills and plays by hour, last 7 days (UTC)"),
         behind=[(c, gs) for c, gs in behind if gs],
         running=len(running),
+        dark=dark,
     )
 
 
