@@ -109,9 +109,8 @@ def add_later_campaign(conn: sa.Connection, media_url: str) -> None:
 
 
 def test_offline_slots_and_a_reload_play_held_ads_and_the_fallback_then_upload_each_fire_once(
-    sqlite_screen: Screen,
+    screen: Screen,
 ) -> None:
-    screen = sqlite_screen
     screen.server.start()
     with chromium() as browser:
         context, page, errors = open_player(browser, screen, slot=2, lead=7)
@@ -268,8 +267,7 @@ def test_a_rate_limited_player_waits_for_retry_after_before_asking_again(limited
             assert asked[index + 1][0] - at >= int(retry_after) - 0.2, (asked, index)
 
 
-def test_a_revoked_player_link_stops_the_screen_with_a_message(sqlite_screen: Screen) -> None:
-    screen = sqlite_screen
+def test_a_revoked_player_link_stops_the_screen_with_a_message(screen: Screen) -> None:
     screen.server.start()
     with chromium() as browser:
         _, page, _ = open_player(browser, screen, slot=2, lead=3, debug=1, status=1)
