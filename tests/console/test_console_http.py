@@ -256,6 +256,19 @@ def test_a_forecast_job_cancelled_says_so_and_an_unknown_one_is_not_found(consol
     assert http.get("/console/production/forecast/jobs/0123456789abcdef").status_code == 404
 
 
+def test_a_forecast_job_the_forecast_refuses_shows_the_error_by_its_field(console_live: LiveServer) -> None:
+    http = signed_in(console_live, "viewer")
+    token = csrf_of(http.get("/console/production/forecast").text)
+    made = http.post(
+        "/console/production/forecast", data={"csrf_token": token, "campaign_id": "1", "hours": "9999"}
+    )
+    job = made.headers["location"]
+    assert eventually(lambda: "field-error" in http.get(job).text, timeout=60)
+    page = http.get(job).text
+    assert re.search(r'name="hours"[^>]*aria-invalid="true"', page) and "hours must be 1 to 168" in page
+    assert 'aria-label="Forecast result"' not in page and 'aria-label="Forecast running"' not in page
+
+
 def test_an_admin_sets_a_password_and_disables_a_user_from_the_console_and_their_sessions_end(
     console_live: LiveServer,
 ) -> None:
