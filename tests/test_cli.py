@@ -422,3 +422,29 @@ def test_a_forecast_on_a_terminal_shows_a_progress_bar(
     assert code == 0
     assert json.loads(stdout)["campaign_id"] == campaign_id, "the report still goes to standard output"
     assert b"Forecasting" in drawn and b"100%" in drawn, drawn
+
+
+def test_venue_opening_hours_are_set_shown_refused_and_dropped_through_the_cli(run) -> None:  # type: ignore[no-untyped-def]
+    run("venues", "add", "--venue-id", "mall", "--name", "Mall", "--timezone", "Europe/Berlin")
+    assert json.loads(run("venues", "hours", "--venue-id", "mall")) == {"venue_id": "mall", "hours": None}
+    set_to = json.loads(run("venues", "hours", "--venue-id", "mall", "--set", '{"mon": ["09:00-20:00"]}'))
+    assert set_to["hours"]["mon"] == ["09:00-20:00"] and set_to["hours"]["sun"] == []
+    assert json.loads(run("venues", "hours", "--venue-id", "mall"))["hours"] == set_to["hours"]
+    refused = run("venues", "hours", "--venue-id", "mall", "--set", '{"mon": ["20:00-09:00"]}', ok=False)
+    assert "invalid_field" in refused and "hours.mon[0]" in refused
+    assert "invalid_json" in run("venues", "hours", "--venue-id", "mall", "--set", "{mon", ok=False)
+    dropped = json.loads(run("venues", "hours", "--venue-id", "mall", "--always-open"))
+    assert dropped["hours"] is None
+
+
+def test_a_venue_csv_sets_opening_hours_with_its_venues(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    good = tmp_path / "hours.csv"
+    good.write_text('venue_id,name,hours\nhall,Hall,"{""sat"": [""10:00-18:00""]}"\nlobby,Lobby,always\n')
+    assert json.loads(run("venues", "import", str(good)))["venues_created"] == 2
+    assert json.loads(run("venues", "hours", "--venue-id", "hall"))["hours"]["sat"] == ["10:00-18:00"]
+    assert json.loads(run("venues", "hours", "--venue-id", "lobby"))["hours"] is None
+    bad = tmp_path / "bad.csv"
+    bad.write_text('venue_id,hours\nhall,"{""someday"": []}"\n')
+    output = run("venues", "import", str(bad), ok=False)
+    assert "(field: line 2: hours)" in output
+    assert json.loads(run("venues", "hours", "--venue-id", "hall"))["hours"]["sat"] == ["10:00-18:00"]

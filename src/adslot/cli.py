@@ -367,6 +367,30 @@ def venues_update_screen(
     _echo(run_on(env_name, lambda c: inventory_repo.update_screen(c, venue_id, screen_id, patch), write=True))
 
 
+@venues.command("hours")
+@ENV_OPTION
+@click.option("--venue-id", required=True)
+@click.option(
+    "--set",
+    "hours",
+    help='Opening hours as JSON, a key per day: \'{"mon": ["08:00-22:00"], "sun": []}\' (a day left out is '
+    "closed; local time).",
+)
+@click.option("--always-open", is_flag=True, help="Drop the venue's hours: it is always open.")
+def venues_hours(env_name: str, venue_id: str, hours: str | None, always_open: bool) -> None:
+    """Show or set a venue's opening hours (silence while it is closed raises no alert)."""
+    from adslot.api.screens import get_hours, put_hours
+
+    if hours is not None or always_open:
+        try:
+            given = None if always_open else json.loads(hours or "")
+        except json.JSONDecodeError as exc:
+            raise api_error(ApiError(400, "invalid_json", f"--set is not JSON: {exc}", "hours")) from exc
+        _echo(run_on(env_name, lambda c: put_hours(c, venue_id, given), write=True))
+    else:
+        _echo(run_on(env_name, lambda c: get_hours(c, venue_id)))
+
+
 @venues.command("import")
 @ENV_OPTION
 @click.argument("csv_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))

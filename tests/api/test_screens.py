@@ -92,6 +92,16 @@ def test_a_screen_that_asks_is_online_then_silent_since_its_last_request_and_oth
 
     assert eventually(gauged, timeout=10)
 
+    # The reference player's own report shows with its screen (the player's table, issue 70's).
+    assert listed.keys is not None
+    report = {"venue_id": PROD_VENUE, "screen_id": "s1", "version": "1.4.2", "fires_queued": 3}
+    sent = http.post(
+        f"{listed.url}/api/v1/player/status", json=report, headers={"Ssp-Key": listed.keys.production}
+    )
+    assert sent.status_code == 200, sent.text
+    player = by_id(screens(http, listed))["s1"]["player"]
+    assert player["version"] == "1.4.2" and player["fires_queued"] == 3
+
     def silent() -> bool:
         return by_id(screens(http, listed))["s1"]["status"] == "silent"
 

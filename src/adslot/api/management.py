@@ -103,7 +103,8 @@ IMPORT_ERRORS = {
 }
 CSV_COLUMNS = (
     "venue_id, name, timezone, latitude, longitude, venue_type, tags (separated by `;`), country, region, "
-    "city, impressions_per_play; optionally screen_id, screen_name, width, height, orientation, mime_types "
+    "city, impressions_per_play, hours (opening hours: the JSON of POST /api/v1/venues/{venue_id}/hours, "
+    "or `always`); optionally screen_id, screen_name, width, height, orientation, mime_types "
     "(separated by `;`), max_duration_seconds"
 )
 CSV_BODY = RequestBody(

@@ -15,6 +15,8 @@ import sqlalchemy as sa
 
 from adslot.fleet.hours import Schedule, loads
 from adslot.fleet.status import ScreenState, Seen, VenueInfo, screen_states
+from adslot.player.links import player_states
+from adslot.player.status import read_player_states
 from adslot.storage.tables import (
     environment_meta,
     request_stats,
@@ -125,7 +127,27 @@ def fleet(
         states = [s for s in states if tag in s.tags]
     if figures:
         add_figures(conn, states, venue_map, now)
+    add_players(conn, states, venue_id)
     return states
+
+
+def add_players(conn: sa.Connection, states: Sequence[ScreenState], venue_id: str | None) -> None:
+    """The reference player's own report (player_status) and its link's state: "stopped" once every
+    player key made for the screen is revoked (player/links.py)."""
+    reports = {(r["venue_id"], r["screen_id"] or ""): r for r in read_player_states(conn, venue_id)}
+    links = player_states(conn, venue_id)
+    for state in states:
+        key = (state.venue_id, state.screen_id)
+        report, link = reports.get(key), links.get(key)
+        if report is None and link is None:
+            continue
+        player: dict[str, object] = {"link": link}
+        if report is not None:
+            player |= {
+                name: report.get(name)
+                for name in ("version", "fires_queued", "cache_bytes", "last_error", "reported_at")
+            }
+        state.player = player
 
 
 def add_figures(

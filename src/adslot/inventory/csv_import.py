@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import time
 import typing
 from collections.abc import Callable, Iterator
@@ -23,6 +24,8 @@ import msgspec
 import sqlalchemy as sa
 
 from adslot.errors import ApiError
+from adslot.fleet.hours import HoursError, Schedule, parse_schedule
+from adslot.fleet.repository import set_hours
 from adslot.inventory.repository import screen_changes, screen_values, venue_changes, venue_values
 from adslot.inventory.schemas import ImportResult, ScreenIn, ScreenPatch, VenueIn, VenuePatch
 from adslot.places import check_timezone, country_code
@@ -69,6 +72,8 @@ SCREEN_COLUMNS = {
     "max_duration_seconds": "max_duration_seconds",
 }
 LIST_COLUMNS = frozenset({"tags", "mime_types"})
+HOURS = "hours"
+"""The venue's opening hours, as JSON (fleet/hours.py): set with the venue, replacing any it had."""
 _VENUE_TYPES = typing.get_type_hints(VenueIn, include_extras=True)
 _SCREEN_TYPES = typing.get_type_hints(ScreenIn, include_extras=True)
 
@@ -138,6 +143,8 @@ class _Parsed:
     problems: list[CsvProblem] = field(default_factory=list)
     faulty: set[str] = field(default_factory=set)
     """Venues with a bad cell: their whole-venue checks would only repeat that problem."""
+    hours: dict[str, Schedule | None] = field(default_factory=dict)
+    """Each venue's opening hours where an `hours` cell gives them (fleet/hours.py's JSON; `always`: none)."""
 
 
 def _text(body: bytes) -> str:
@@ -171,8 +178,8 @@ def _header(line: int, record: list[str]) -> list[str]:
     columns = [cell.strip().lower() for cell in record]
     problems = []
     for i, name in enumerate(columns):
-        if name not in VENUE_COLUMNS and name not in SCREEN_COLUMNS:
-            known = ", ".join([*VENUE_COLUMNS, *SCREEN_COLUMNS])
+        if name not in VENUE_COLUMNS and name not in SCREEN_COLUMNS and name != HOURS:
+            known = ", ".join([*VENUE_COLUMNS, HOURS, *SCREEN_COLUMNS])
             problems.append(CsvProblem(line, name, "unknown_column", f"unknown column; known: {known}"))
         elif name in columns[:i]:
             problems.append(CsvProblem(line, name, "duplicate_column", "the column is named twice"))
@@ -185,6 +192,17 @@ def _header(line: int, record: list[str]) -> list[str]:
     if problems:
         raise CsvError(problems)
     return columns
+
+
+def _hours(raw: str) -> Schedule | None:
+    """An `hours` cell: the API's JSON object of days (`{"mon": ["08:00-22:00"]}`), or `always`."""
+    if raw.lower() == "always":
+        return None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise HoursError(f"not JSON: {exc.msg}", "hours") from exc
+    return parse_schedule(value)
 
 
 def _cell(column: str, raw: str, kind: Any) -> Any:
@@ -226,8 +244,16 @@ def _row(parsed: _Parsed, line: int, columns: list[str], record: list[str]) -> N
     venue: dict[str, Any] = {}
     screen: dict[str, Any] = {}
     bad = False
+    hours: Schedule | bool | None = False
     for column, raw in zip(columns, record, strict=False):
         if not raw.strip():
+            continue
+        if column == HOURS:
+            try:
+                hours = _hours(raw.strip())
+            except HoursError as exc:
+                parsed.problems.append(CsvProblem(line, HOURS, "invalid_field", f"{exc.field}: {exc}"))
+                bad = True
             continue
         is_venue = column in VENUE_COLUMNS
         name = VENUE_COLUMNS[column] if is_venue else SCREEN_COLUMNS[column]
@@ -248,6 +274,8 @@ def _row(parsed: _Parsed, line: int, columns: list[str], record: list[str]) -> N
         return
     if bad:
         parsed.faulty.add(venue_id)
+    if hours is not False:
+        parsed.hours[venue_id] = hours  # type: ignore[assignment]
     entry = parsed.venues.setdefault(venue_id, _Venue(line))
     for name, value in venue.items():
         known = entry.fields.setdefault(name, (value, line))
@@ -350,6 +378,8 @@ def import_venues(conn: sa.Connection, body: bytes) -> ImportResult:
         raise CsvError(problems)
     with conflict_as(CONCURRENT_IMPORT):
         _write(conn, new_venues, venue_updates, new_screens, screen_updates)
+    for venue_id, schedule in parsed.hours.items():
+        set_hours(conn, venue_id, schedule)
     return ImportResult(
         venues_created=len(new_venues),
         venues_updated=len(venue_updates),

@@ -3,19 +3,31 @@ environment's alert settings and webhooks)."""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from litestar import Request, Response, get, post
-from litestar.params import QueryParameter
+from litestar.params import PathParameter, QueryParameter
 from litestar.response import Redirect
 
 from adslot.api.alerts import AlertSettingsIn, read_settings, write_settings
-from adslot.api.screens import StatusFilter
+from adslot.api.screens import StatusFilter, put_hours
 from adslot.console.charts import sparkline
 from adslot.console.forms import text
-from adslot.console.roles import ADMIN
-from adslot.console.web import ROOT, EnvName, RowId, change, console_of, form_fields, need, render
+from adslot.console.roles import ADMIN, TRAFFIC
+from adslot.console.web import (
+    ROOT,
+    EnvName,
+    RowId,
+    change,
+    console_of,
+    form_fields,
+    message_page,
+    need,
+    render,
+)
 from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.fleet import alert_store, webhooks
@@ -174,4 +186,49 @@ async def webhook_remove(
     return Redirect(f"{ROOT}/{env.name}/alerts", status_code=303)
 
 
-ROUTES = [screens_page, alerts_page, alert_settings, webhook_add, webhook_remove]
+async def venue_fleet(env: Environment, venue_id: str, error: ApiError | None = None) -> dict[str, Any]:
+    """The venue page's fleet part: its screens' status and its opening hours (venue_fleet.html)."""
+    now = time.time()
+    default = env.settings.screen_silent_seconds
+
+    def read(conn: Any) -> Any:
+        silent = fleet_repo.silent_seconds(conn, default)
+        return (
+            fleet_repo.fleet(conn, now, silent, venue_id=venue_id, figures=False),
+            fleet_repo.get_hours(conn, venue_id),
+        )
+
+    states, hours = await env.run_sync(read)
+    text_hours = json.dumps(hours.as_json()) if hours is not None else ""
+    return {"screens": states, "hours": text_hours, "error": error}
+
+
+@post(ROOT + "/{env_name:str}/venues/v/{venue_id:str}/hours", include_in_schema=False)
+async def venue_hours(
+    request: Request[Any, Any, Any], env_name: EnvName, venue_id: Annotated[str, PathParameter()]
+) -> Response[Any]:
+    need(request, TRAFFIC)
+    env = console_of(request).env(env_name)
+    form = await form_fields(request)
+    raw = text(form, "hours")
+    try:
+        try:
+            given = json.loads(raw) if raw else None
+        except json.JSONDecodeError as exc:
+            raise ApiError(400, "invalid_json", f"the hours are not JSON: {exc.msg}", "hours") from exc
+        await change(
+            request,
+            env,
+            "venue.hours",
+            f"venue {venue_id}",
+            lambda c: put_hours(c, venue_id, given),
+            catalog=False,
+        )
+    except ApiError as error:
+        if error.status == 404:
+            raise
+        return message_page(request, 400, "Opening hours not saved", f"{error.field}: {error.message}")
+    return Redirect(f"{ROOT}/{env.name}/venues/v/{quote(venue_id, safe='')}?saved=1", status_code=303)
+
+
+ROUTES = [screens_page, alerts_page, alert_settings, webhook_add, webhook_remove, venue_hours]

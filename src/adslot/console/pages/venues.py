@@ -13,6 +13,7 @@ from litestar.response import Redirect
 
 from adslot.console.forms import Form, decode, drop_none, number, text, words
 from adslot.console.pages.players import screen_players
+from adslot.console.pages.screens import venue_fleet
 from adslot.console.roles import TRAFFIC
 from adslot.console.web import ROOT, EnvName, change, console_of, form_fields, need, render
 from adslot.environment import Environment
@@ -84,6 +85,7 @@ def _venue_page(
     screen_error: ApiError | None = None,
     players: dict[str, Any] | None = None,
     player: venue_settings.PlayerSettings | None = None,
+    fleet: dict[str, Any] | None = None,
 ) -> Response[str]:
     return render(
         request,
@@ -97,6 +99,7 @@ def _venue_page(
         screen_error=screen_error,
         players=players or {},
         player=player,
+        fleet=fleet,
     )
 
 
@@ -136,7 +139,10 @@ async def venue_edit(request: Request[Any, Any, Any], env_name: EnvName, venue_i
     venue = await env.run_sync(lambda c: inventory.get_venue(c, venue_id))
     players = await env.run_sync(lambda c: screen_players(c, venue_id))
     player = await env.run_sync(lambda c: venue_settings.read(c, venue_id))
-    return _venue_page(request, env, form=_as_form(venue), venue=venue, players=players, player=player)
+    fleet = await venue_fleet(env, venue_id)  # its screens' status and opening hours (pages/screens.py)
+    return _venue_page(
+        request, env, form=_as_form(venue), venue=venue, players=players, player=player, fleet=fleet
+    )
 
 
 @post(BASE + "/v/{venue_id:str}", include_in_schema=False)
