@@ -50,17 +50,23 @@ def test_piped_output_gets_no_progress() -> None:
 
 
 def test_a_terminal_gets_a_bar_that_moves_to_the_end() -> None:
-    main, side = pty.openpty()
-    try:
-        with os.fdopen(side, "w", closefd=False) as terminal:
-            assert terminal.isatty()
-            with progress_bar("Working", terminal) as progress:
-                for share in (0.1, 0.5, 0.5, 1.0):
-                    progress(share)
-                    terminal.flush()
-        drawn = os.read(main, 65536).decode()
-    finally:
-        os.close(main)
-        os.close(side)
-    assert "Working" in drawn and "100%" in drawn, drawn
-    assert "50%" in drawn or "#" in drawn
+    main_fd, side_fd = pty.openpty()
+    with os.fdopen(side_fd, "w") as terminal:
+        assert terminal.isatty()
+        with progress_bar("Working", terminal) as progress:
+            for share in (0.1, 0.5, 0.5, 1.0):
+                progress(share)
+                terminal.flush()
+    drawn = bytearray()
+    while True:  # the other side is closed: read what it wrote, up to the error that says so
+        try:
+            chunk = os.read(main_fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        drawn.extend(chunk)
+    os.close(main_fd)
+    text = drawn.decode()
+    assert "Working" in text and "100%" in text, text
+    assert "50%" in text or "#" in text
