@@ -46,14 +46,11 @@ from adslot.ledger.store import (
     INSERT_WIN_COLUMNS,
     INVALID_COLUMNS,
     KEY_STATS_UPSERT_SET,
-    PLAYED_SELECT,
     PRUNE_ANSWERS,
     PRUNE_WHERE,
     SAVE_ANSWER_SET,
-    SCREEN_PLAYS_SELECT,
     SCREEN_PLAYS_UPSERT,
     SCREEN_STATUS_COLUMNS,
-    SCREEN_STATUS_SELECT,
     SCREEN_STATUS_UPSERT_SET,
     SELECT_ONE,
     SET_ONCE_COLUMNS,
@@ -198,40 +195,37 @@ def _read_current(conn: sqlite3.Connection, batch: Batch, memory: Remembered) ->
     return found
 
 
-_REQUESTED = "r(venue_id, screen_id, last_request_at, last_fill_at, last_play_at, fills, plays)"
+LOCATE = "SELECT id, venue_id, screen_id FROM ad_requests WHERE id IN ({marks})"
+WRITE_SCREENS = (
+    f"INSERT INTO screen_status ({SCREEN_STATUS_COLUMNS}) VALUES {{values}} "
+    f"ON CONFLICT (venue_id, screen_id) DO UPDATE SET {SCREEN_STATUS_UPSERT_SET}"
+)
+WRITE_PLAYS = (
+    "INSERT INTO screen_plays (venue_id, screen_id, hour, plays) VALUES {values} " + SCREEN_PLAYS_UPSERT
+)
 
 
-def _write_screens(
-    conn: sqlite3.Connection,
-    requests: Sequence[tuple[str, str, int, int | None, int]],
-    plays: Sequence[tuple[uuid.UUID, int]],
-    now: int,
-) -> None:
-    """screen_status and screen_plays from one batch: one statement each (per CHUNK rows), keyed upserts."""
-    for i in range(0, max(len(requests), len(plays)), CHUNK):
-        asked, played = requests[i : i + CHUNK], plays[i : i + CHUNK]
-        ctes: list[str] = []
-        union: list[str] = []
-        args: list[object] = []
-        if asked:
-            ctes.append(f"{_REQUESTED} AS (VALUES {', '.join(['(?, ?, ?, ?, NULL, ?, 0)'] * len(asked))})")
-            union.append("SELECT * FROM r")
-            args += [v for row in asked for v in row]
-        if played:
-            ctes.append(f"p(id, at) AS (VALUES {', '.join(['(?, ?)'] * len(played))})")
-            union.append(PLAYED_SELECT.format(played="p"))
-            args += [v for ident, at in played for v in (ident.hex, at)]
-        select = SCREEN_STATUS_SELECT.format(now="?", union=" UNION ALL ".join(union))
-        conn.execute(
-            f"WITH {', '.join(ctes)} INSERT INTO screen_status ({SCREEN_STATUS_COLUMNS}) {select} "
-            f"ON CONFLICT (venue_id, screen_id) DO UPDATE SET {SCREEN_STATUS_UPSERT_SET}",
-            [*args, now, now],
-        )
-        if played:
+def _write_screens(conn: sqlite3.Connection, batch: Batch, now: int) -> None:
+    """screen_status and screen_plays from one batch: the counted plays' screens read in one IN list (rows
+    this batch just updated, so pages in cache), then one multi-row upsert per table: a few statements per
+    batch, whatever its size."""
+    located: dict[uuid.UUID, tuple[str, str | None]] = {}
+    played = [ident for ident, _ in batch.counted_plays()]
+    for i in range(0, len(played), CHUNK):
+        by_hex = {u.hex: u for u in played[i : i + CHUNK]}
+        for hexed, venue, screen in conn.execute(
+            LOCATE.format(marks=", ".join("?" * len(by_hex))), list(by_hex)
+        ):
+            located[by_hex[hexed]] = (venue, screen)
+    status, plays = batch.screen_rows(now, located)
+    for rows, sql, marks in (
+        (status, WRITE_SCREENS, "(?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+        (plays, WRITE_PLAYS, "(?, ?, ?, ?)"),
+    ):
+        for i in range(0, len(rows), CHUNK):
+            chunk = rows[i : i + CHUNK]
             conn.execute(
-                f"WITH {ctes[-1]} INSERT INTO screen_plays (venue_id, screen_id, hour, plays) "
-                f"{SCREEN_PLAYS_SELECT.format(played='p')} {SCREEN_PLAYS_UPSERT}",
-                [v for ident, at in played for v in (ident.hex, at)],
+                sql.format(values=", ".join([marks] * len(chunk))), [v for row in chunk for v in row]
             )
 
 
@@ -290,10 +284,8 @@ def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> None:
         keyed = key_stats[i : i + CHUNK]
         values = ", ".join(["(?, ?, ?, ?)"] * len(keyed))
         conn.execute(KEY_STATS.format(values=values), [v for row in keyed for v in row])
-    now = int(time.time())
-    asked, played = batch.screen_requests(now), batch.counted_plays()
-    if asked or played:
-        _write_screens(conn, asked, played, now)
+    if batch.admitted or batch.no_fills or batch.changes:
+        _write_screens(conn, batch, int(time.time()))
     prune = batch.prune()
     if prune is not None:
         conn.execute(PRUNE, prune)

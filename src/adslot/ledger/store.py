@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import operator
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -265,6 +265,10 @@ SCREEN_PLAYS_UPSERT = (
 )
 
 
+StatusRow = tuple[str, str, int, int | None, int | None, int | None, int, int, int]
+"""A screen_status row as a batch writes it, in SCREEN_STATUS_COLUMNS' order."""
+
+
 @dataclass(slots=True)
 class Batch:
     """One batch's plan and state; pure: the store feeds it what it read and writes what it returns."""
@@ -459,6 +463,33 @@ class Batch:
             for ident, change in self.changes.items()
             if IMPRESSION_COLUMN in change.set_times
         ]
+
+    def screen_rows(
+        self, now: int, located: Mapping[uuid.UUID, tuple[str, str | None]]
+    ) -> tuple[list[StatusRow], list[tuple[str, str, int, int]]]:
+        """screen_status rows (SCREEN_STATUS_COLUMNS' order) and screen_plays rows (venue, screen, hour,
+        plays), one per key, sorted: the batch's requests and its counted plays, each play's screen `located`
+        through its ad request (venue, screen) by the store; a play whose ad request is not found counts
+        nowhere."""
+        screens: dict[tuple[str, str], list[Any]] = {}
+        for venue, screen, at, fill_at, fills in self.screen_requests(now):
+            screens[venue, screen] = [at, fill_at, None, fills, 0]
+        hours: dict[tuple[str, str, int], int] = {}
+        for ident, at in self.counted_plays():
+            where = located.get(ident)
+            if where is None:
+                continue
+            key = (where[0], where[1] or "")
+            row = screens.setdefault(key, [None, None, None, 0, 0])
+            row[2] = at if row[2] is None else max(row[2], at)
+            row[4] += 1
+            hour_key = (*key, at - at % HOUR)
+            hours[hour_key] = hours.get(hour_key, 0) + 1
+        status = [
+            (venue, screen, now, last, fill, play, now, fills, plays)
+            for (venue, screen), (last, fill, play, fills, plays) in sorted(screens.items())
+        ]
+        return status, [(*key, plays) for key, plays in sorted(hours.items())]
 
     def invalid_rows(self) -> list[tuple[uuid.UUID, str, str, int, str]]:
         """(ad request, event, layer, played_at, reason) of each fire the invalid-traffic rules flagged."""
