@@ -10,7 +10,7 @@ from adslot.api.auth import authenticate, known_key
 from adslot.api.json_body import decode_json
 from adslot.api.rate_limited import ad_requests_limited
 from adslot.api.reply import NO_STORE, XML, Reply, error_reply, json_reply
-from adslot.auth.keys import SCOPE_AD_REQUEST
+from adslot.auth.keys import SCOPE_AD_REQUEST, check_screen
 from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.ids import uuid7
@@ -163,6 +163,8 @@ async def _ad_request(
         )
     now = int(time.time())
     request = parse_body(body, env, now)
+    if account.screen is not None:  # a player-link key: its own screen only, refused before anything counts
+        check_screen(account, request.venue_id, request.screen_id)
     catalog = env.catalog
     assert catalog is not None
     if env.name == "sandbox":

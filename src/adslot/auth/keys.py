@@ -10,6 +10,8 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
+from adslot.errors import ApiError
+
 SCOPE_AD_REQUEST = "ad_request"
 SCOPE_ADMIN = "admin"
 SCOPES = (SCOPE_AD_REQUEST, SCOPE_ADMIN)
@@ -47,3 +49,25 @@ class KeyRecord:
     key_id: int
     account_id: int
     scopes: frozenset[str]
+    screen: tuple[str, str] | None = None
+    """(venue_id, screen_id) of a player-link key (player_keys), loaded with the key so that checking a
+    request against it is a tuple compare; None for a key that may ask for any venue and screen."""
+
+
+def check_screen(record: KeyRecord, venue_id: str, screen_id: str | None) -> None:
+    """Refuse a player-link key's request for any venue or screen but its own (403 key_not_for_screen); a key
+    bound to no screen passes. A request that names no screen is another screen's too."""
+    screen = record.screen
+    if screen is None:
+        return
+    if venue_id != screen[0]:
+        raise ApiError(
+            403, "key_not_for_screen", f"this player key is for venue {screen[0]!r} only", "venue_id"
+        )
+    if screen_id != screen[1]:
+        raise ApiError(
+            403,
+            "key_not_for_screen",
+            f"this player key is for screen {screen[1]!r} of venue {screen[0]!r} only",
+            "screen_id",
+        )

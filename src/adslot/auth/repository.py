@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from adslot.auth.keys import KeyRecord, display_prefix, hash_key, new_key, parse_scopes
-from adslot.storage.tables import accounts, api_keys
+from adslot.storage.tables import accounts, api_keys, player_keys
 
 
 @dataclass(frozen=True)
@@ -108,13 +108,32 @@ def revoke_key(conn: sa.Connection, key_id: int) -> bool:
     return result.rowcount == 1
 
 
-_RECORD = sa.select(api_keys.c.id, api_keys.c.account_id, api_keys.c.key_hash, api_keys.c.scopes).where(
-    api_keys.c.revoked_at.is_(None)
+_RECORD = (
+    sa.select(
+        api_keys.c.id,
+        api_keys.c.account_id,
+        api_keys.c.key_hash,
+        api_keys.c.scopes,
+        player_keys.c.venue_id,
+        player_keys.c.screen_id,
+    )
+    .select_from(api_keys.outerjoin(player_keys, player_keys.c.key_id == api_keys.c.id))
+    .where(api_keys.c.revoked_at.is_(None))
 )
+"""Active keys with the screen a player-link key is bound to (player_keys' primary key is key_id: one row at
+most), read in the same query so the hot path checks the binding without one of its own."""
 
 
-def _records(rows: sa.Result[tuple[int, int, str, str]]) -> dict[str, KeyRecord]:
-    return {r.key_hash: KeyRecord(r.id, r.account_id, frozenset(r.scopes.split(","))) for r in rows}
+def _records(rows: sa.Result[tuple[int, int, str, str, str | None, str | None]]) -> dict[str, KeyRecord]:
+    return {
+        r.key_hash: KeyRecord(
+            r.id,
+            r.account_id,
+            frozenset(r.scopes.split(",")),
+            None if r.venue_id is None else (r.venue_id, r.screen_id),
+        )
+        for r in rows
+    }
 
 
 def active_keys(conn: sa.Connection) -> dict[str, KeyRecord]:

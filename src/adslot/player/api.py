@@ -21,7 +21,7 @@ from adslot.api.docs import error_spec
 from adslot.api.hot_routes import ERRORS, SspKey, query
 from adslot.api.json_body import decode_json
 from adslot.api.reply import NO_STORE, Reply, error_reply, json_reply
-from adslot.auth.keys import SCOPE_AD_REQUEST
+from adslot.auth.keys import SCOPE_AD_REQUEST, check_screen
 from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.player import VERSION, status, venue_settings
@@ -67,13 +67,15 @@ def _fallback(env: Environment, urls: list[str]) -> list[dict[str, str]]:
 
 async def handle_config(env: Environment, *, key: str | None, venue_id: str | None) -> Reply:
     try:
-        await authenticate(env, key, SCOPE_AD_REQUEST)
+        record = await authenticate(env, key, SCOPE_AD_REQUEST)
         if not venue_id:
             raise ApiError(400, "missing_field", "venue_id is required", "venue_id")
         if len(venue_id) > env.settings.max_id_length or not venue_id.isprintable():
             raise ApiError(
                 400, "invalid_value", "venue_id is too long or holds control characters", "venue_id"
             )
+        if record.screen is not None:  # the config is per venue: only the venue is checked
+            check_screen(record, venue_id, record.screen[1])
         catalog = env.catalog
         assert catalog is not None
         if venue_id not in catalog.venues and env.name != "sandbox":
@@ -94,13 +96,14 @@ async def handle_config(env: Environment, *, key: str | None, venue_id: str | No
 
 async def handle_status(env: Environment, *, key: str | None, content_type: str | None, body: bytes) -> Reply:
     try:
-        await authenticate(env, key, SCOPE_AD_REQUEST)
+        record = await authenticate(env, key, SCOPE_AD_REQUEST)
         check_content_type(content_type)
         if len(body) > MAX_STATUS_BYTES:
             raise ApiError(
                 413, "payload_too_large", f"the body may be at most {MAX_STATUS_BYTES} bytes", "body"
             )
         values = status.check_report(decode_json(body), env.settings.max_id_length)
+        check_screen(record, values["venue_id"], values["screen_id"] or None)
     except ApiError as error:
         return error_reply(error, NO_STORE)
     now = int(time.time())

@@ -1,0 +1,177 @@
+"""A player-link key asks for its own screen only: an ad request (both paths, JSON and XML), the player's
+config and its status report for any other venue or screen is refused with 403 key_not_for_screen naming the
+field, and nothing of it is counted. The binding is read with the key (auth/repository.py), so it holds both
+for a key the worker looked up on its first request and for one in its catalog's key table."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from adslot.auth.keys import LIVE_PREFIX, hash_key
+from adslot.auth.repository import active_keys, keys_by_hash
+from adslot.catalog import bump_version
+from adslot.inventory.repository import add_screen
+from adslot.inventory.schemas import ScreenIn
+from adslot.player import links
+from adslot.storage.database import make_engine
+from adslot.storage.tables import key_stats, player_status
+from tests.conftest import PROD_VENUE, LiveServer, play_time
+
+SCREEN = "door"
+OTHER_SCREEN = "window"
+PATHS = ("/api/v1/ad/request", "/ad/request")
+
+
+@dataclass(frozen=True)
+class Link:
+    key: str
+    key_id: int
+
+
+@pytest.fixture(scope="module")
+def link(live: LiveServer) -> Iterator[Link]:
+    """A player link for PROD_VENUE's screen SCREEN (the venue also has OTHER_SCREEN), made after the server
+    loaded its catalog, as the console makes one."""
+    engine = make_engine(live.settings.environment("production"))
+    with engine.begin() as conn:
+        for screen in (SCREEN, OTHER_SCREEN):
+            add_screen(conn, PROD_VENUE, ScreenIn(screen_id=screen))
+        made = links.create_link(
+            conn, base_url=live.url, prefix=LIVE_PREFIX, venue_id=PROD_VENUE, screen_id=SCREEN
+        )
+        bump_version(conn)
+    engine.dispose()
+    key = made.url.split("#key=", 1)[1].split("&", 1)[0]
+    yield Link(key, made.key_id)
+
+
+def _counted(live: LiveServer, key_id: int) -> int:
+    engine = make_engine(live.settings.environment("production"))
+    with engine.connect() as conn:
+        total = conn.execute(
+            sa.select(sa.func.coalesce(sa.func.sum(key_stats.c.requests), 0)).where(
+                key_stats.c.key_id == key_id
+            )
+        ).scalar()
+    engine.dispose()
+    return int(total or 0)
+
+
+def _ask(
+    http: httpx.Client, live: LiveServer, key: str, path: str, fmt: str, **body: object
+) -> httpx.Response:
+    return http.post(
+        f"{live.url}{path}",
+        params={"format": fmt},
+        headers={"Ssp-Key": key},
+        json={"play_time": play_time(), **body},
+    )
+
+
+def _refused(answer: httpx.Response, field: str) -> None:
+    assert answer.status_code == 403, answer.text
+    assert answer.headers["content-type"].startswith("application/json")
+    error = answer.json()["error"]
+    assert (error["code"], error["field"]) == ("key_not_for_screen", field), error
+
+
+def test_the_key_carries_its_screen_from_both_key_reads(live: LiveServer, link: Link) -> None:
+    engine = make_engine(live.settings.environment("production"))
+    with engine.connect() as conn:
+        snapshot = active_keys(conn)[hash_key(link.key)]
+        looked_up = keys_by_hash(conn, [hash_key(link.key)])[hash_key(link.key)]
+        assert live.keys is not None
+        unbound = active_keys(conn)[hash_key(live.keys.production)]
+    engine.dispose()
+    assert snapshot.screen == looked_up.screen == (PROD_VENUE, SCREEN)
+    assert unbound.screen is None
+
+
+@pytest.mark.parametrize("fmt", ["json", "xml"])
+@pytest.mark.parametrize("path", PATHS)
+def test_a_player_key_asking_for_another_venue_or_screen_is_refused_and_not_counted(
+    live: LiveServer, http: httpx.Client, link: Link, path: str, fmt: str
+) -> None:
+    before = _counted(live, link.key_id)
+    _refused(_ask(http, live, link.key, path, fmt, venue_id="venue-empty", screen_id=SCREEN), "venue_id")
+    _refused(_ask(http, live, link.key, path, fmt, venue_id="nowhere", screen_id=SCREEN), "venue_id")
+    _refused(_ask(http, live, link.key, path, fmt, venue_id=PROD_VENUE, screen_id=OTHER_SCREEN), "screen_id")
+    _refused(_ask(http, live, link.key, path, fmt, venue_id=PROD_VENUE), "screen_id")
+    own = _ask(http, live, link.key, path, fmt, venue_id=PROD_VENUE, screen_id=SCREEN)
+    assert own.status_code == 200, own.text
+    # An answered ad request is durable, its count with it (key_stats, in the same batch): the own screen's
+    # is counted, and the four refused before it never reached the ledger.
+    assert _counted(live, link.key_id) == before + 1
+
+
+def test_a_key_bound_to_no_screen_still_asks_for_any(live: LiveServer, http: httpx.Client) -> None:
+    assert live.keys is not None
+    for screen in (SCREEN, OTHER_SCREEN, None):
+        answer = _ask(
+            http, live, live.keys.production, PATHS[0], "json", venue_id=PROD_VENUE, screen_id=screen
+        )
+        assert answer.status_code == 200, answer.text
+
+
+def test_the_players_config_and_status_are_refused_for_another_venue_or_screen(
+    live: LiveServer, http: httpx.Client, link: Link
+) -> None:
+    headers = {"Ssp-Key": link.key}
+    config = f"{live.url}/api/v1/player/config"
+    _refused(http.get(config, params={"venue_id": "venue-empty"}, headers=headers), "venue_id")
+    assert http.get(config, params={"venue_id": PROD_VENUE}, headers=headers).status_code == 200
+    status = f"{live.url}/api/v1/player/status"
+    report = {"venue_id": PROD_VENUE, "screen_id": SCREEN, "version": "1.0.0"}
+    _refused(http.post(status, json={**report, "venue_id": "venue-empty"}, headers=headers), "venue_id")
+    _refused(http.post(status, json={**report, "screen_id": OTHER_SCREEN}, headers=headers), "screen_id")
+    _refused(http.post(status, json={**report, "screen_id": None}, headers=headers), "screen_id")
+    assert http.post(status, json=report, headers=headers).status_code == 200
+    engine = make_engine(live.settings.environment("production"))
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(player_status.c.venue_id, player_status.c.screen_id)).all()
+    engine.dispose()
+    assert (PROD_VENUE, SCREEN) in rows
+    assert (PROD_VENUE, OTHER_SCREEN) not in rows and not any(r[0] == "venue-empty" for r in rows)
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+def test_curl_with_a_player_key_for_another_screen_gets_the_403_naming_the_field(
+    live: LiveServer, link: Link
+) -> None:
+    body = json.dumps({"venue_id": PROD_VENUE, "screen_id": OTHER_SCREEN, "play_time": play_time()})
+    run = subprocess.run(
+        [
+            "curl",
+            "-sS",
+            "-X",
+            "POST",
+            f"{live.url}/ad/request?format=xml",
+            "-H",
+            f"Ssp-Key: {link.key}",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            body,
+            "-w",
+            "\n%{http_code}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    answer, _, status = run.stdout.rpartition("\n")
+    assert status == "403", run.stdout
+    assert json.loads(answer)["error"] == {
+        "code": "key_not_for_screen",
+        "message": f"this player key is for screen {SCREEN!r} of venue {PROD_VENUE!r} only",
+        "field": "screen_id",
+    }
