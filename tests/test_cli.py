@@ -448,3 +448,17 @@ def test_a_venue_csv_sets_opening_hours_with_its_venues(run, tmp_path: Path) -> 
     output = run("venues", "import", str(bad), ok=False)
     assert "(field: line 2: hours)" in output
     assert json.loads(run("venues", "hours", "--venue-id", "hall"))["hours"]["sat"] == ["10:00-18:00"]
+
+
+def test_a_venue_import_on_a_terminal_shows_a_progress_bar(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Piped, the import prints only its result (test_venues_import_a_csv_file_all_or_nothing)."""
+    cli_databases("sqlite", tmp_path, monkeypatch)
+    rows = [f"venue-{i},Venue {i},s1,1920,1080" for i in range(3000)]
+    csv_file = tmp_path / "venues.csv"
+    csv_file.write_text("venue_id,name,screen_id,width,height\n" + "\n".join(rows) + "\n")
+    code, stdout, drawn = on_terminal("venues", "import", str(csv_file))
+    assert code == 0
+    assert json.loads(stdout)["venues_created"] == 3000
+    assert b"Importing" in drawn and b"100%" in drawn, drawn

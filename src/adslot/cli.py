@@ -398,7 +398,9 @@ def venues_import(env_name: str, csv_file: Path) -> None:
     """Create or update venues and screens from a CSV file (the columns of POST /api/v1/venues/import),
     all or nothing."""
     body = csv_file.read_bytes()
-    _echo(run_on(env_name, lambda c: import_venues(c, body), write=True))
+    with progress_bar("Importing") as progress:
+        result = run_on(env_name, lambda c: import_venues(c, body, progress), write=True)
+    _echo(result)
 
 
 @main.group()

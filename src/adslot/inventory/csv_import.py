@@ -339,16 +339,24 @@ def _checked(
         return None
 
 
-def import_venues(conn: sa.Connection, body: bytes) -> ImportResult:
-    """Create or update every venue and screen of the CSV, or raise CsvError and store nothing."""
+def import_venues(
+    conn: sa.Connection, body: bytes, progress: Callable[[float], None] | None = None
+) -> ImportResult:
+    """Create or update every venue and screen of the CSV, or raise CsvError and store nothing.
+    `progress(share)` is told how far it is: parsed, each thousand venues and screens checked, written."""
+    tell = progress or _untold
     if len(body) > MAX_CSV_BYTES:
         raise ApiError(413, "payload_too_large", f"the CSV is larger than {MAX_CSV_BYTES} bytes", "body")
     parsed = parse_csv(body)
+    tell(PARSED)
     problems = parsed.problems
     current, screen_pairs = _existing(conn, list(parsed.venues))
+    rows = max(1, len(parsed.venues) + len(parsed.screens))
     new_venues: list[dict[str, Any]] = []
     venue_updates: list[dict[str, Any]] = []
-    for venue_id, venue in parsed.venues.items():
+    for done, (venue_id, venue) in enumerate(parsed.venues.items()):
+        if done % 1000 == 999:
+            tell(PARSED + (CHECKED - PARSED) * done / rows)
         if venue_id in parsed.faulty:
             continue
         given = {name: value for name, (value, _) in venue.fields.items()}
@@ -367,7 +375,9 @@ def import_venues(conn: sa.Connection, body: bytes) -> ImportResult:
                 venue_updates.append({"b_venue_id": venue_id, **values})
     new_screens: list[dict[str, Any]] = []
     screen_updates: list[dict[str, Any]] = []
-    for key, screen in parsed.screens.items():
+    for done, (key, screen) in enumerate(parsed.screens.items(), len(parsed.venues)):
+        if done % 1000 == 999:
+            tell(PARSED + (CHECKED - PARSED) * done / rows)
         if key in screen_pairs:
             changes = screen_changes(msgspec.convert(screen.fields, ScreenPatch))
             screen_updates.append({"b_venue_id": key[0], "b_screen_id": key[1], **changes})
@@ -380,12 +390,21 @@ def import_venues(conn: sa.Connection, body: bytes) -> ImportResult:
         _write(conn, new_venues, venue_updates, new_screens, screen_updates)
     for venue_id, schedule in parsed.hours.items():
         set_hours(conn, venue_id, schedule)
+    tell(1.0)
     return ImportResult(
         venues_created=len(new_venues),
         venues_updated=len(venue_updates),
         screens_created=len(new_screens),
         screens_updated=len(screen_updates),
     )
+
+
+PARSED, CHECKED = 0.2, 0.7
+"""The shares of an import's progress reached once the CSV is parsed and once every row is checked."""
+
+
+def _untold(share: float) -> None:
+    """No one follows the import's progress."""
 
 
 def _grouped(updates: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
