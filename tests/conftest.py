@@ -364,7 +364,7 @@ by the reason a test that uses one, directly or through another fixture, is mark
 SLOW_CALLS = {
     "benchmark": ("run_bench(", "require_wrk(", "running(", "setup_production("),
     "browser": ("sync_playwright",),
-    "subprocess": ("subprocess.", "Popen", "served_setup", "multiprocessing"),
+    "subprocess": ("subprocess.", "Popen", "served_setup", "multiprocessing", "on_terminal("),
     "server": ("start_server(", "LiveServer(", "live_server(", "on_loopback("),
 }
 """What a test's own body calls that starts one of them, by reason."""
@@ -389,8 +389,9 @@ def slow_reason(item: pytest.Item) -> str | None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark slow, with its reason, every test that starts a server, browser, subprocess or benchmark run:
-    through a fixture or in its own body (slow_reason()); a module whose helpers start one carries
-    `pytestmark = pytest.mark.slow(reason)`. `-m "not slow"` is the edit-test loop."""
+    through a fixture or in its own body (slow_reason()); a module whose helpers start one, or whose tests
+    each compute for seconds (a simulation), carries `pytestmark = pytest.mark.slow(reason)`.
+    `-m "not slow"` is the edit-test loop."""
     for item in items:
         if item.get_closest_marker("slow") is None and (reason := slow_reason(item)):
             item.add_marker(pytest.mark.slow(reason))

@@ -25,6 +25,8 @@ from adslot.simulation.run import Drive, Place, drive, drive_in_memory
 from adslot.storage.tables import ad_requests, delivery_counters
 from tests.conftest import migrated_engine
 
+pytestmark = pytest.mark.slow("compute")  # simulations of hours to days of slots: seconds of CPU each
+
 START = 1_795_392_000  # 2026-11-23 00:00 UTC, a Monday
 DAY = 86_400
 

@@ -13,6 +13,8 @@ from adslot.cli import main
 from adslot.simulation.report import SimulationReport
 from adslot.simulation.run import SimulationConfig, simulate
 
+pytestmark = pytest.mark.slow("compute")  # simulations of hours to days of slots: seconds of CPU each
+
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> SimulationReport:

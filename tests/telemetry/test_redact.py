@@ -37,6 +37,21 @@ CSRF = secrets.token_urlsafe(24)
         (f"the session {SESSION} ended", SESSION),
         ("POST to https://bidder:p4ss@dsp.example/openrtb2", "p4ss"),
     ],
+    # Named, not shown: the keys are random, and parallel workers must collect the same test ids.
+    ids=[
+        "live-key",
+        "sandbox-key-in-prose",
+        "password-in-a-query",
+        "password-in-a-repr",
+        "password-in-escaped-json",
+        "ssp-key-header",
+        "console-cookie-header",
+        "bearer-authorization",
+        "basic-authorization",
+        "csrf-cookie",
+        "session-in-prose",
+        "password-in-a-url",
+    ],
 )
 def test_a_secret_in_any_shape_is_replaced(text: str, secret: str) -> None:
     redacted = redact_text(text)
