@@ -34,6 +34,7 @@ from adslot.ledger.records import (
     Verdict,
 )
 from adslot.ledger.remembered import Remembered, issued
+from adslot.ledger.screens_of import ScreensOf
 from adslot.ledger.store import (
     ANSWER,
     ANSWER_COLUMNS,
@@ -205,12 +206,11 @@ WRITE_PLAYS = (
 )
 
 
-def _write_screens(conn: sqlite3.Connection, batch: Batch, now: int) -> None:
-    """screen_status and screen_plays from one batch: the counted plays' screens read in one IN list (rows
-    this batch just updated, so pages in cache), then one multi-row upsert per table: a few statements per
-    batch, whatever its size."""
-    located: dict[uuid.UUID, tuple[str, str | None]] = {}
-    played = [ident for ident, _ in batch.counted_plays()]
+def _write_screens(conn: sqlite3.Connection, batch: Batch, screens_of: ScreensOf, now: int) -> None:
+    """screen_status and screen_plays from one batch: the counted plays' screens from what this writer issued
+    (screens_of.py), the others read in one IN list, then one multi-row upsert per table: a few statements
+    per batch, whatever its size."""
+    located, played = screens_of.find([ident for ident, _ in batch.counted_plays()])
     for i in range(0, len(played), CHUNK):
         by_hex = {u.hex: u for u in played[i : i + CHUNK]}
         for hexed, venue, screen in conn.execute(
@@ -229,7 +229,7 @@ def _write_screens(conn: sqlite3.Connection, batch: Batch, now: int) -> None:
             )
 
 
-def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> None:
+def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered, screens_of: ScreensOf) -> None:
     """The batch plan's I/O, inside the caller's BEGIN IMMEDIATE (SQLite's one write lock)."""
     batch.resolve(_read_current(conn, batch, memory))
     keys = batch.counter_keys()
@@ -285,7 +285,7 @@ def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered) -> None:
         values = ", ".join(["(?, ?, ?, ?)"] * len(keyed))
         conn.execute(KEY_STATS.format(values=values), [v for row in keyed for v in row])
     if batch.admitted or batch.no_fills or batch.changes:
-        _write_screens(conn, batch, int(time.time()))
+        _write_screens(conn, batch, screens_of, int(time.time()))
     prune = batch.prune()
     if prune is not None:
         conn.execute(PRUNE, prune)
@@ -314,6 +314,7 @@ class SqliteLedgerStore:
         self._turn: WriteTurn | None = None
         self._checkpoints: WalCheckpointer | None = None
         self._memory = Remembered()
+        self._screens_of = ScreensOf()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="adslot-sqlite-writer")
 
     async def start(self) -> None:
@@ -404,7 +405,7 @@ class SqliteLedgerStore:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 memory.check(conn.execute(DATA_VERSION).fetchone()[0])
-                _apply(conn, batch, memory)
+                _apply(conn, batch, memory, self._screens_of)
                 verdicts = batch.verdicts()
                 answers = _save_answers(conn, receipts, verdicts) if receipts else []
                 conn.execute("COMMIT")
@@ -419,4 +420,6 @@ class SqliteLedgerStore:
             batch.changes,
             [(record.id, issued(record, claims)) for record, claims in batch.admitted],
         )
+        if batch.admitted:
+            self._screens_of.add(record for record, _ in batch.admitted)
         return verdicts, answers
