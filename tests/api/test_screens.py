@@ -9,6 +9,11 @@ from typing import Any
 import httpx
 import pytest
 
+from adslot.auth.keys import LIVE_PREFIX
+from adslot.auth.repository import revoke_key
+from adslot.environment import transact
+from adslot.player.links import create_link
+from adslot.storage.database import make_engine
 from tests.conftest import BACKENDS, PROD_VENUE, LiveServer, eventually, live_server
 from tests.telemetry.test_metrics import scrape, value
 
@@ -149,3 +154,28 @@ def test_the_screens_list_needs_an_admin_key(http: httpx.Client, listed: LiveSer
     assert refused.status_code == 403
     bad = http.get(f"{listed.url}/api/v1/screens", params={"status": "sleepy"}, headers=admin(listed))
     assert bad.status_code == 400
+
+
+def test_a_screen_whose_player_link_is_revoked_shows_its_player_stopped(
+    http: httpx.Client, listed: LiveServer
+) -> None:
+    made = http.post(
+        f"{listed.url}/api/v1/venues/{PROD_VENUE}/screens",
+        json={"screen_id": "linked"},
+        headers=admin(listed),
+    )
+    assert made.status_code == 201, made.text
+    engine = make_engine(listed.settings.environment("production"))
+    try:
+        link = transact(
+            engine,
+            lambda c: create_link(
+                c, base_url=listed.url, prefix=LIVE_PREFIX, venue_id=PROD_VENUE, screen_id="linked"
+            ),
+            write=True,
+        )
+        assert by_id(screens(http, listed))["linked"]["player"]["link"] == "on"
+        transact(engine, lambda c: revoke_key(c, link.key_id), write=True)
+    finally:
+        engine.dispose()
+    assert by_id(screens(http, listed))["linked"]["player"]["link"] == "stopped"
