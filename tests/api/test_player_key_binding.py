@@ -1,7 +1,8 @@
 """A player-link key asks for its own screen only: an ad request (both paths, JSON and XML), the player's
-config and its status report for any other venue or screen is refused with 403 key_not_for_screen naming the
-field, and nothing of it is counted. The binding is read with the key (auth/repository.py), so it holds both
-for a key the worker looked up on its first request and for one in its catalog's key table."""
+config, its status report and the creative manifest for any other venue or screen is refused with 403
+key_not_for_screen naming the field, and nothing of it is counted; another screen's record reads as unknown.
+The binding is read with the key (auth/repository.py), so it holds both for a key the worker looked up on its
+first request and for one in its catalog's key table."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 
 from adslot.auth.keys import LIVE_PREFIX, hash_key
-from adslot.auth.repository import active_keys, keys_by_hash
+from adslot.auth.repository import active_keys, create_key, keys_by_hash
 from adslot.catalog import bump_version
 from adslot.inventory.repository import add_screen
 from adslot.inventory.schemas import ScreenIn
@@ -140,6 +141,41 @@ def test_the_players_config_and_status_are_refused_for_another_venue_or_screen(
     engine.dispose()
     assert (PROD_VENUE, SCREEN) in rows
     assert (PROD_VENUE, OTHER_SCREEN) not in rows and not any(r[0] == "venue-empty" for r in rows)
+
+
+def test_the_manifest_and_records_of_another_screen_are_not_the_player_keys(
+    live: LiveServer, http: httpx.Client, link: Link
+) -> None:
+    headers = {"Ssp-Key": link.key}
+    manifest = f"{live.url}/api/v1/ad/manifest"
+    _refused(
+        http.get(manifest, params={"venue_id": "venue-empty", "screen_id": SCREEN}, headers=headers),
+        "venue_id",
+    )
+    _refused(
+        http.get(manifest, params={"venue_id": PROD_VENUE, "screen_id": OTHER_SCREEN}, headers=headers),
+        "screen_id",
+    )
+    own = http.get(manifest, params={"venue_id": PROD_VENUE, "screen_id": SCREEN}, headers=headers)
+    assert own.status_code == 200, own.text
+    # Another screen's ad request, asked for with a key of the same account: the player key cannot read it.
+    assert live.keys is not None
+    players = links.ACCOUNT
+    engine = make_engine(live.settings.environment("production"))
+    with engine.begin() as conn:
+        same_account = create_key(conn, account=players, prefix=LIVE_PREFIX, scopes="ad_request")[0]
+        bump_version(conn)
+    engine.dispose()
+    uuids = {}
+    for screen in (SCREEN, OTHER_SCREEN):
+        asked = _ask(http, live, same_account, PATHS[0], "json", venue_id=PROD_VENUE, screen_id=screen)
+        assert asked.status_code == 200, asked.text
+        uuids[screen] = asked.json()["data"]["ad_request_uuid"]
+    record = f"{live.url}/api/v1/ad/request/{{}}"
+    assert http.get(record.format(uuids[SCREEN]), headers=headers).status_code == 200
+    other = http.get(record.format(uuids[OTHER_SCREEN]), headers=headers)
+    assert other.status_code == 404 and other.json()["error"]["code"] == "unknown_ad_request", other.text
+    assert http.get(record.format(uuids[OTHER_SCREEN]), headers={"Ssp-Key": same_account}).status_code == 200
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")

@@ -376,7 +376,11 @@ async def get_record(
         if parsed is None:
             raise ApiError(400, "malformed_ad_request_uuid", "not a UUID", "ad_request_uuid")
         record = await env.lookup(parsed)
-        if record is None or record.account_id != account.account_id:
+        if (
+            record is None
+            or record.account_id != account.account_id
+            or (account.screen is not None and (record.venue_id, record.screen_id) != account.screen)
+        ):  # a player-link key reads its own screen's records only
             raise ApiError(
                 404,
                 "unknown_ad_request",

@@ -12,7 +12,7 @@ import time
 from adslot.api.auth import authenticate
 from adslot.api.proof_of_play import UNKNOWN, media_url, uuid_of
 from adslot.api.reply import NO_STORE, Reply, error_reply, json_reply
-from adslot.auth.keys import SCOPE_AD_REQUEST
+from adslot.auth.keys import SCOPE_AD_REQUEST, check_screen
 from adslot.decision.manifest import upcoming
 from adslot.decision.model import VenueProfile
 from adslot.environment import Environment
@@ -82,9 +82,11 @@ async def handle_manifest(
     env: Environment, *, key: str | None, venue_id: str | None, screen_id: str | None, hours: str | None
 ) -> Reply:
     try:
-        await authenticate(env, key, SCOPE_AD_REQUEST)
+        account = await authenticate(env, key, SCOPE_AD_REQUEST)
         venue_name = _identifier(env, venue_id, "venue_id", True)
         screen_name = _identifier(env, screen_id, "screen_id", False)
+        assert venue_name is not None
+        check_screen(account, venue_name, screen_name)
         window = _manifest_hours(hours)
         assert venue_name is not None
         catalog = env.catalog
