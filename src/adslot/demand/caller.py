@@ -18,10 +18,11 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, TypeVar
 from urllib.parse import urlsplit
 
 import aiohttp
+from yarl import URL
 
 from adslot.demand.auction import MAX_RESPONSE_BYTES, Asked, Checked, Drop, check_response
 from adslot.demand.bid_request import Opportunity, build_bid_request, encode_bid_request
@@ -178,6 +179,12 @@ class PartnerCaller:
         self._buckets: dict[str, TokenBucket] = {}
         self._tallies: dict[str, PartnerTally] = {}
         self._hosts: dict[str, asyncio.Semaphore] = {}
+        self._endpoints: dict[str, tuple[URL, asyncio.Semaphore]] = {}
+        """Per endpoint, parsed once: its URL and its host's semaphore (not per bid request)."""
+        self._headers: dict[tuple[str, str], Mapping[str, str]] = {}
+        """Per credential, the bid request's headers, merged once."""
+        self._partner_terms: dict[str, tuple[Partner, PartnerTerms]] = {}
+        """Per partner name, the terms last made and the partner they came from: remade when it changed."""
         self._markups = MarkupChecks()
         self._session: aiohttp.ClientSession | None = None
         """Made at the first ask, inside the event loop that uses it (as aiohttp requires)."""
@@ -248,16 +255,14 @@ class PartnerCaller:
         request_id = uuid.uuid4().hex
         started = time.perf_counter()
         try:
-            terms = self._terms(partner)
+            terms = self._terms_for(partner)
             asked = Asked(terms, request_id)
             request = build_bid_request(
                 opportunity, terms, request_id=request_id, transaction_id=transaction_id, now=now
             )
             body = encode_bid_request(request)
             async with asyncio.timeout(partner.timeout_ms / 1000):
-                status, answer = await self._exchange(
-                    partner.endpoint, body, partner.timeout_ms / 1000, credential
-                )
+                status, answer = await self._exchange(partner.endpoint, body, credential)
             outcome = _classify(partner.name, asked, status, answer, self._markups)
         except TimeoutError:
             outcome = PartnerOutcome(partner.name, "timeout", "timeout")
@@ -273,22 +278,38 @@ class PartnerCaller:
         self._record(outcome)
         ended.append(outcome)
 
+    def _terms_for(self, partner: Partner) -> PartnerTerms:
+        """The partner's terms, made once per version of the partner rather than once per bid request (they
+        parse its endpoint and notice hosts)."""
+        cached = self._partner_terms.get(partner.name)
+        if cached is not None and (cached[0] is partner or cached[0] == partner):
+            return cached[1]
+        terms = self._terms(partner)
+        _remember(self._partner_terms, partner.name, (partner, terms))
+        return terms
+
     async def _exchange(
-        self, endpoint: str, body: bytes, timeout: float, credential: tuple[str, str] | None
+        self, endpoint: str, body: bytes, credential: tuple[str, str] | None
     ) -> tuple[int, bytes]:
         """POST the request (with the partner's credential header: to its endpoint only); the status and
         at most MAX_RESPONSE_BYTES + 1 bytes of the body (more is never read: the caller drops it as too
         large). Raises _Exchange for a status that is not a success, and
-        _TooLarge for a declared length over the limit."""
+        _TooLarge for a declared length over the limit. The caller's `asyncio.timeout` bounds the whole
+        exchange, waiting for the host's semaphore included: no aiohttp timer of its own per request."""
+        target = self._endpoints.get(endpoint)
+        if target is None:
+            target = (URL(endpoint), self._host(endpoint))
+            _remember(self._endpoints, endpoint, target)
+        url, host = target
+        headers: Mapping[str, str] | None = REQUEST_HEADERS
+        if credential is not None:
+            headers = self._headers.get(credential)
+            if headers is None:
+                headers = {**REQUEST_HEADERS, credential[0]: credential[1]}
+                _remember(self._headers, credential, headers)
         async with (
-            self._host(endpoint),
-            self._client().post(
-                endpoint,
-                data=body,
-                headers=REQUEST_HEADERS if credential is None else {**REQUEST_HEADERS, **dict([credential])},
-                allow_redirects=False,
-                timeout=aiohttp.ClientTimeout(total=timeout),
-            ) as response,
+            host,
+            self._client().post(url, data=body, headers=headers, allow_redirects=False) as response,
         ):
             if not 200 <= response.status < 300:
                 raise _Exchange(f"http_{response.status}")
@@ -386,6 +407,19 @@ class PartnerCaller:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+_MEMO_MAX = 1024
+"""Entries kept per memo (endpoints, credentials, partners' terms): far more than a network's partners; a
+memo past it starts over, so renamed partners and rotated credentials cannot grow it without bound."""
+
+
+def _remember(memo: dict[_K, _V], key: _K, value: _V) -> None:
+    if len(memo) >= _MEMO_MAX:
+        memo.clear()
+    memo[key] = value
 
 
 async def _read_capped(response: aiohttp.ClientResponse) -> bytes:
