@@ -521,3 +521,25 @@ def test_a_partners_credential_header_goes_with_its_own_bid_requests_only(bidder
     assert seen_one["x-api-key"] == "s3cret-one"
     assert seen_one["content-type"] == "application/json"  # adslot's own headers stay as they are
     assert "x-api-key" not in seen_two and "s3cret-one" not in repr(seen_two)
+
+
+def test_a_partner_changed_between_asks_is_asked_under_its_new_terms_and_credential(
+    bidders: Bidders,
+) -> None:
+    """Terms, endpoint and headers are kept per partner between asks: a change must still reach the next."""
+    first_url, first = bidders.start(bidding(4.0))
+    second_url, second = bidders.start(bidding(4.0))
+
+    async def scenario(caller: PartnerCaller) -> None:
+        await caller.ask([partner("one", first_url)], OPPORTUNITY, NOW, {"one": ("X-Api-Key", "old")})
+        await caller.ask([partner("one", first_url)], OPPORTUNITY, NOW, {"one": ("X-Api-Key", "old")})
+        changed = partner("one", second_url, floor_cpm=3.0, timeout_ms=140)
+        await caller.ask([changed], OPPORTUNITY, NOW, {"one": ("X-Api-Key", "new")})
+        await caller.ask([partner("one", first_url)], OPPORTUNITY, NOW)
+
+    run(scenario)
+    assert [request["imp"][0]["bidfloor"] for _, request in first.requests] == [2.0, 2.0, 2.0]
+    assert [request["tmax"] for _, request in first.requests] == [120, 120, 120]
+    assert [headers.get("x-api-key") for headers, _ in first.requests] == ["old", "old", None]
+    ((headers, request),) = second.requests
+    assert (request["imp"][0]["bidfloor"], request["tmax"], headers["x-api-key"]) == (3.0, 140, "new")
