@@ -184,7 +184,7 @@ def test_the_shared_sandbox_testing_key_is_refused_403_on_every_management_and_r
     assert documented >= MANAGEMENT
     for method, template in sorted(MANAGEMENT):
         path = template.format(
-            campaign_id=1, creative_id=1, venue_id="lobby", screen_id="s1", name="dsp-one", id=1
+            campaign_id=1, creative_id=1, venue_id="lobby", screen_id="s1", name="dsp-one", id=1, webhook_id=1
         )
         response = http.request(
             method.upper(),
