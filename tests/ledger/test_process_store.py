@@ -17,6 +17,8 @@ from adslot.storage.failures import LedgerUnavailable, OutcomeUnknown
 from tests.ledger.conftest import migrated
 from tests.ledger.stores import PLAY, WINDOW, LedgerDatabase, check_accounting, claims_for, record, workload
 
+pytestmark = pytest.mark.slow("subprocess")  # each store starts a ledger writer process
+
 Answer = tuple[object, object, dict[str, object], int]
 
 

@@ -33,6 +33,8 @@ from tests.conftest import free_port, make_settings
 from tests.ledger.conftest import migrated
 from tests.ledger.stores import PLAY, LedgerDatabase, record
 
+pytestmark = pytest.mark.slow("subprocess")  # a real writer process per test
+
 
 async def _until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
     deadline = asyncio.get_running_loop().time() + seconds
