@@ -28,6 +28,7 @@ from tests.conftest import (
     PROD_VENUE,
     LiveServer,
     drop_schemas,
+    eventually,
     free_port,
     make_keys,
     make_settings,
@@ -127,6 +128,10 @@ def start_advertisers_server(tmp: Any, backend: str) -> tuple[LiveServer, list[s
     server = LiveServer(settings, seed=1234, keys=keys, extra=extra).start()
     create_users(server)
     b = seed_advertiser_b(server)
+    production = next(env for _, env in server.app.lanes() if env.name == "production")
+    assert eventually(lambda: production.catalog is not None and B_VENUE in production.catalog.venues), (
+        "the server's catalog took B's venue"  # before B's ad requests, which a stale one refuses
+    )
     create_advertiser_user(server, [advertiser_a_id(server)])
     play(server, PROD_VENUE, None, A_PLAYS)
     play(server, B_VENUE, B_SCREEN, B_PLAYS)

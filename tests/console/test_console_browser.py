@@ -224,7 +224,7 @@ def test_an_admin_runs_the_business_from_the_console(browser: Browser, live: Liv
     expect(page.locator(".metric", has_text="Plays").locator("strong")).to_have_text("1")
     page.screenshot(path=str(shots / "campaign.png"), full_page=True)
     nav(page, "Dashboard")
-    today = page.locator(".metrics").first
+    today = page.locator(".metrics[data-range=today]")
     expect(today.locator(".metric", has_text="Plays").locator("strong")).to_have_text("1")
     expect(today.locator(".metric", has_text="Fills").locator("strong")).to_have_text("1")
 

@@ -446,7 +446,10 @@ def test_batches_in_flight_on_other_events_of_one_ad_request_go_at_once_and_each
         async with row_held(theirs, held.id) as holder:
             first = asyncio.ensure_future(ours.apply([Fire(held.id, "impression", "wrapper", PLAY)]))
             second = asyncio.ensure_future(ours.apply([Fire(held.id, "start", "wrapper", PLAY + 1)]))
-            await asyncio.sleep(0.3)
+            for _ in range(200):  # until both have reached the database (a loaded machine sends later)
+                if await lock_waiters(theirs, holder) == 2:
+                    break
+                await asyncio.sleep(0.05)
             assert not first.done() and not second.done()
             assert await lock_waiters(theirs, holder) == 2, "both are in the database, waiting on the row"
         assert outcomes(await asyncio.wait_for(first, 10)) == ["counted"]
