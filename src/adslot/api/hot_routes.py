@@ -56,6 +56,15 @@ ERRORS = {
     401: error_spec("Missing, unknown, revoked or other-environment key."),
     403: error_spec("The key lacks the permission."),
 }
+SCREEN_ERRORS = {
+    **ERRORS,
+    403: error_spec(
+        "`insufficient_scope`: the key lacks the `ad_request` permission. `key_not_for_screen`: a "
+        "player-link key asked for another venue or screen than its own, or for none (`error.field` names "
+        "which)."
+    ),
+}
+"""The keyed answers that check a player-link key's screen (auth.keys.check_screen)."""
 PIXEL_ERRORS = {
     400: error_spec("Missing or malformed ad_request_uuid, or an unknown event or layer."),
     404: error_spec("No ad request with this uuid in this environment."),
@@ -170,7 +179,7 @@ AdRequestUuidPath = Annotated[
         413: error_spec("Body larger than the limit."),
         415: error_spec("Body is not UTF-8 application/json, or is sent with a Content-Encoding."),
         422: error_spec("The venue is not registered (production)."),
-        **ERRORS,
+        **SCREEN_ERRORS,
     },
     operation_class=documented(
         request_body=RequestBody(
@@ -432,7 +441,7 @@ async def release(
     responses={
         200: ResponseSpec(ManifestEnvelope, generate_examples=False, description="The manifest."),
         422: error_spec("unknown_venue: the venue is not registered (production)."),
-        **ERRORS,
+        **SCREEN_ERRORS,
     },
     operation_class=documented(required=("venue_id",)),
 )
