@@ -26,7 +26,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import aiohttp
-import anyio.to_thread
 import msgspec
 import sqlalchemy as sa
 
@@ -35,9 +34,9 @@ from adslot.demand.macros import MacroValues, substitute
 from adslot.demand.notice_rules import NOTHING, NOTICE_FAULTS, NoticeRule, notice_fault, notice_rule
 from adslot.demand.notices import KEEPALIVE_S, NOTICE_TIMEOUT_S
 from adslot.demand.stats import DemandStats
+from adslot.outbox_sender import OutboxSender
 from adslot.storage.database import read_transaction, write_transaction
 from adslot.storage.tables import demand_partners, demand_wins
-from adslot.tasks import stop_tasks
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +181,7 @@ def mark(conn: sa.Connection, outcomes: Sequence[tuple[uuid.UUID, str | None, in
         conn.execute(sa.update(demand_wins).where(demand_wins.c.ad_request_id == ident).values(**values))
 
 
-class BillingSender:
+class BillingSender(OutboxSender):
     """One per worker and environment: looks for due notices every `interval` seconds and sends them."""
 
     def __init__(
@@ -197,54 +196,33 @@ class BillingSender:
     ) -> None:
         """`active`: whether the environment has a partner now (else it looks every `idle_interval`);
         `stats`: where the notices given up for a fault are counted."""
+        super().__init__(name, interval)
         self._engine = engine
-        self._interval = interval
         self._active = active
         self._idle_interval = max(interval, idle_interval)
-        self._name = name
         self._stats = stats
-        self._task: asyncio.Task[None] | None = None
-        self._session: aiohttp.ClientSession | None = None
         self.sent = 0
         self.failed = 0
 
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=self._name)
-
-    async def stop(self) -> None:
-        await stop_tasks(self._task)
-        self._task = None
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                while await self.send_due():
-                    pass
-            except Exception as exc:  # a database hiccup: the notices stay due, tried at the next pass
-                log.warning("billing notices not sent: %s", exc)
-            await self._pause()
-
-    async def _pause(self) -> None:
+    async def pause(self) -> None:
         """The interval; without an active partner, up to the idle interval, cut short when one appears."""
         waited = 0.0
         while True:
-            await asyncio.sleep(self._interval)
-            waited += self._interval
+            await asyncio.sleep(self.interval)
+            waited += self.interval
             if waited >= self._idle_interval or self._active():
                 return
+
+    def new_session(self) -> aiohttp.ClientSession:
+        return new_session(KEEPALIVE_S, timeout_s=NOTICE_TIMEOUT_S)
 
     async def send_due(self) -> int:
         """Claim and send one batch of due notices; how many were claimed."""
         now = int(time.time())
-        claimed = await anyio.to_thread.run_sync(self._claim, now)
+        claimed = await self.in_thread(self._claim, now)
         if not claimed:
             return 0
-        if self._session is None:
-            self._session = new_session(KEEPALIVE_S, timeout_s=NOTICE_TIMEOUT_S)
-        client = self._session
+        client = self.session
 
         async def send(due: Due) -> tuple[uuid.UUID, str | None, int]:
             if not due.burl:  # nothing to call: billed as it is counted
@@ -266,7 +244,7 @@ class BillingSender:
                 self.sent += 1
             else:
                 self.failed += 1
-        await anyio.to_thread.run_sync(self._mark, outcomes, int(time.time()))
+        await self.in_thread(self._mark, outcomes, int(time.time()))
         return len(claimed)
 
     def _claim(self, now: int) -> list[Due]:

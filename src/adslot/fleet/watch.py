@@ -31,10 +31,10 @@ from adslot.fleet.alerts import (
     silence_alerts,
 )
 from adslot.fleet.status import counts, screen_states
+from adslot.outbox_sender import OutboxSender
 from adslot.settings import Settings
 from adslot.storage.database import read_transaction, write_transaction
 from adslot.storage.tables import screen_status
-from adslot.tasks import stop_tasks
 from adslot.telemetry.metrics import set_screens
 
 log = logging.getLogger(__name__)
@@ -96,36 +96,22 @@ def roll(conn: sa.Connection, window: Window, now: int) -> bool:
     return done.rowcount == 1
 
 
-class FleetWatch:
+class FleetWatch(OutboxSender):
     def __init__(self, engine: sa.Engine, settings: Settings, environment: str) -> None:
+        super().__init__(f"fleet-{environment}", settings.screen_check_seconds)
         self._engine = engine
         self._settings = settings
         self._environment = environment
-        self._task: asyncio.Task[None] | None = None
-        self._session: aiohttp.ClientSession | None = None
         self.raised = 0
         self.cleared = 0
         self.sent = 0
 
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"fleet-{self._environment}")
+    async def run_pass(self) -> None:
+        await self.in_thread(self.look, time.time())
+        await super().run_pass()
 
-    async def stop(self) -> None:
-        await stop_tasks(self._task)
-        self._task = None
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                await anyio.to_thread.run_sync(self.look, time.time())
-                while await self.send_due():
-                    pass
-            except Exception as exc:  # a database hiccup: the next look finds the same silences
-                log.warning("fleet watch of %s: %s: %s", self._environment, type(exc).__name__, exc)
-            await asyncio.sleep(self._settings.screen_check_seconds)
+    def new_session(self) -> aiohttp.ClientSession:
+        return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=WEBHOOK_TIMEOUT_SECONDS))
 
     # -- looking ------------------------------------------------------------------------------------------
 
@@ -190,11 +176,11 @@ class FleetWatch:
     async def send_due(self) -> int:
         """Claim the head of each receiver's queue that is due, send them at once; how many got through."""
         now = int(time.time())
-        claimed = await anyio.to_thread.run_sync(self._claim, now)
+        claimed = await self.in_thread(self._claim, now)
         if not claimed:
             return 0
         outcomes = await asyncio.gather(*(self._send(d) for d in claimed))
-        await anyio.to_thread.run_sync(self._mark, claimed, outcomes, int(time.time()))
+        await self.in_thread(self._mark, claimed, outcomes, int(time.time()))
         delivered = sum(1 for ok, _, _, _ in outcomes if ok)
         self.sent += delivered
         return delivered
@@ -241,12 +227,8 @@ class FleetWatch:
             webhooks.SIGNATURE_HEADER: webhooks.sign(secret, body),
             webhooks.DELIVERY_HEADER: str(delivery.id),
         }
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=WEBHOOK_TIMEOUT_SECONDS)
-            )
         try:
-            async with self._session.post(url, data=body, headers=headers, allow_redirects=False) as answer:
+            async with self.session.post(url, data=body, headers=headers, allow_redirects=False) as answer:
                 await answer.read()
                 ok = 200 <= answer.status < 300
                 return ok, answer.status, None if ok else f"HTTP {answer.status}", False
