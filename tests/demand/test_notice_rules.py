@@ -9,10 +9,12 @@ import pytest
 from adslot.demand.notice_rules import (
     MAX_NOTICE_BYTES,
     NOTHING,
+    _template_fault,
     notice_fault,
     notice_rule,
     parse_notice_host,
     shown_notice_host,
+    template_fault,
 )
 
 RULE = notice_rule(
@@ -63,6 +65,21 @@ def test_a_notice_url_is_sent_only_to_a_declared_host_and_port_over_http_or_http
     url: str, fault: str | None
 ) -> None:
     assert notice_fault(url, RULE) == fault
+
+
+def test_a_template_gets_the_same_verdict_as_a_url_remembered_and_one_too_long_is_not_remembered() -> None:
+    _template_fault.cache_clear()
+    for url, fault in [
+        ("https://win.dsp.example/w?a=${AUCTION_ID}", None),
+        ("https://evil.example/w?a=${AUCTION_ID}", "notice_host"),
+        ("ftp://win.dsp.example/w", "notice_scheme"),
+    ]:
+        assert template_fault(url, RULE) == fault == notice_fault(url, RULE)
+        assert template_fault(url, RULE) == fault
+    assert _template_fault.cache_info().hits == 3
+    long = "https://win.dsp.example/?" + "x" * MAX_NOTICE_BYTES
+    assert template_fault(long, RULE) == "notice_too_long"
+    assert _template_fault.cache_info().currsize == 3
 
 
 def test_the_length_limit_counts_utf8_bytes_and_admits_exactly_8_kib() -> None:

@@ -220,12 +220,16 @@ class PartnerCaller:
             else:
                 asking.append(partner)
         ended: list[PartnerOutcome] = []
-        await asyncio.gather(
-            *(
-                self._ask_one(partner, opportunity, now, transaction_id, ended, headers.get(partner.name))
-                for partner in asking
+        if len(asking) == 1:  # the usual case: awaited in place, without a task and a gather to schedule
+            partner = asking[0]
+            await self._ask_one(partner, opportunity, now, transaction_id, ended, headers.get(partner.name))
+        else:
+            await asyncio.gather(
+                *(
+                    self._ask_one(partner, opportunity, now, transaction_id, ended, headers.get(partner.name))
+                    for partner in asking
+                )
             )
-        )
         return AskResult(transaction_id, (*skipped, *ended))
 
     def _admit(self, partner: Partner) -> PartnerOutcome | None:
@@ -274,7 +278,10 @@ class PartnerCaller:
             outcome = PartnerOutcome(partner.name, "error", _error_reason(error))
         except Exception as error:  # a bug here must not cost the player its ad: count it, name it
             outcome = PartnerOutcome(partner.name, "error", f"internal_{type(error).__name__}")
-        outcome = replace(outcome, elapsed_ms=(time.perf_counter() - started) * 1000)
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        outcome = PartnerOutcome(
+            outcome.partner, outcome.outcome, outcome.reason, elapsed_ms, outcome.checked
+        )
         self._record(outcome)
         ended.append(outcome)
 

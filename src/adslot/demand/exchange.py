@@ -35,7 +35,7 @@ from adslot.demand.caller import AskResult, PartnerCaller, eligible
 from adslot.demand.creatives import CreativeStatus, reviewable
 from adslot.demand.creatives_repository import note_creative
 from adslot.demand.macros import MacroValues, drop_values, loss_values, substitute, win_values
-from adslot.demand.notice_rules import NOTHING, NoticeRule, notice_fault
+from adslot.demand.notice_rules import NOTHING, NoticeRule, notice_fault, template_fault
 from adslot.demand.notices import Notices
 from adslot.demand.openrtb import LossReason
 from adslot.demand.partners import Partner
@@ -226,11 +226,15 @@ class Exchange:
             if not template:
                 return
             rule = rules.get(partner, NOTHING)
-            # A template over the limit is dropped before its macros are substituted; the URL after too.
-            fault = notice_fault(template, rule)
-            url = template if values is None or fault is not None else substitute(template, values)
-            if fault is None:
+            if values is None:  # the URL as it goes (a win's nurl, substituted when the auction ended)
+                url = template
                 fault = notice_fault(url, rule)
+            else:
+                # A template over the limit is dropped before its macros are substituted; the URL after too.
+                fault = template_fault(template, rule)
+                url = template if fault is not None else substitute(template, values)
+                if fault is None:
+                    fault = notice_fault(url, rule)
             if fault is not None:
                 self.stats.notice_dropped(partner, sale.play_time, fault)
                 log.info("%s notice of %s dropped: %s", kind, partner, fault)

@@ -120,8 +120,13 @@ def win_values(
 ) -> MacroValues:
     """For the winner's `nurl`, `adm` and (with the play's multiplier and time) its `burl`."""
     bid = winner.bid
-    return replace(
-        _bid_values(bid),
+    return MacroValues(
+        auction_id=bid.request_id,
+        bid_id=bid.response_bid_id,
+        imp_id=bid.bid.impid,
+        seat_id=bid.seat,
+        ad_id=bid.bid.adid,
+        currency=bid.currency,
         price_micros=winner.price_micros,
         mbr=winner.price_micros / bid.price_micros,
         loss=0,

@@ -49,8 +49,11 @@ class NoticeRule:
 NOTHING = NoticeRule()
 
 
+@lru_cache(maxsize=1024)
 def normal_host(host: str) -> str:
-    """Lower case, no trailing dot; an IP literal in its canonical form (so `[0:0::1]` is `::1`)."""
+    """Lower case, no trailing dot; an IP literal in its canonical form (so `[0:0::1]` is `::1`). Memoized:
+    a partner's notices name the same few hosts notice after notice, and a name is not an IP address only
+    once ipaddress has raised, which costs more than the rest of the check."""
     host = host.lower().rstrip(".").removeprefix("[").removesuffix("]")
     try:
         return str(ipaddress.ip_address(host))
@@ -128,6 +131,21 @@ def notice_fault(url: str, rule: NoticeRule) -> NoticeFault | None:
     if (host, port) in origins or (port == default and (host, None) in origins):
         return None
     return "notice_host"
+
+
+def template_fault(template: str, rule: NoticeRule) -> NoticeFault | None:
+    """`notice_fault` of a notice template (a URL before its macros are substituted), memoized: a partner's
+    bids carry the same `nurl` and `lurl` templates bid after bid. Only for templates: a substituted URL is
+    new every time, and would only push the templates out. One over the limit is refused unremembered, so
+    the memo holds at most 1,024 x MAX_NOTICE_BYTES."""
+    if len(template) > MAX_NOTICE_BYTES:
+        return "notice_too_long"
+    return _template_fault(template, rule)
+
+
+@lru_cache(maxsize=1024)
+def _template_fault(template: str, rule: NoticeRule) -> NoticeFault | None:
+    return notice_fault(template, rule)
 
 
 def _is_ip(host: str) -> bool:
