@@ -523,6 +523,14 @@ def test_a_partners_credential_header_goes_with_its_own_bid_requests_only(bidder
     assert "x-api-key" not in seen_two and "s3cret-one" not in repr(seen_two)
 
 
+def test_a_credential_that_would_split_the_request_head_is_never_sent(bidders: Bidders) -> None:
+    url, seen = bidders.start(bidding(4.0))
+    headers = {"one": ("X-Api-Key", "s3cret\r\nX-Injected: 1")}
+    result = run(lambda caller: caller.ask([partner("one", url)], OPPORTUNITY, NOW, headers))
+    assert (by_partner(result)["one"].outcome, by_partner(result)["one"].reason) == ("error", "bad_endpoint")
+    assert seen.connections == 0 and seen.requests == []
+
+
 def test_a_partner_changed_between_asks_is_asked_under_its_new_terms_and_credential(
     bidders: Bidders,
 ) -> None:

@@ -195,6 +195,6 @@ async def test_a_new_connection_closed_unanswered_is_a_reason_and_is_not_sent_ag
 
     async with serving(handle) as (url, connections):
         notices = client()
-        assert await notices.get(f"{url}/win") == "disconnected"
+        assert await notices.get(f"{url}/win") == "protocol"
         await notices.close()
     assert len(connections) == 1

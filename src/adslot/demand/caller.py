@@ -2,13 +2,13 @@
 
 A partner is a remote server adslot does not control: it may sleep, never answer, trickle its answer byte by
 byte, fail, or send garbage or a huge body. Whatever it does, its exchange (waiting for a connection,
-connecting, sending, reading) is cut at its `timeout_ms`, its body is read through a stream and dropped past
+connecting, sending, reading) is cut at its `timeout_ms`, its body is kept as it arrives and dropped past
 MAX_RESPONSE_BYTES, and the outcome is classified and counted, never raised: `ask` returns within the largest
 `timeout_ms` asked plus a few milliseconds. A partner that keeps failing is skipped for a while (its circuit
 breaker), and one over its `max_qps` is skipped for that slot, never queued (a queued request would be late).
 
 One `PartnerCaller` per process and environment, used from one event loop, so every partner's connections are
-kept alive between slots (HTTP/1.1, a pool per host; the session is demand/http.py's).
+kept alive between slots (HTTP/1.1, a pool per origin: demand/http1.py's lean client).
 """
 
 from __future__ import annotations
@@ -21,9 +21,6 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 from urllib.parse import urlsplit
 
-import aiohttp
-from yarl import URL
-
 from adslot.demand.auction import MAX_RESPONSE_BYTES, Asked, Checked, Drop, check_response
 from adslot.demand.bid_request import Opportunity, build_bid_request, encode_bid_request
 from adslot.demand.breaker import (
@@ -33,7 +30,7 @@ from adslot.demand.breaker import (
     BreakerState,
     CircuitBreaker,
 )
-from adslot.demand.http import new_session
+from adslot.demand.http1 import Http1Client, HttpFailure, Target, target_of
 from adslot.demand.notice_rules import notice_rule
 from adslot.demand.partners import Partner
 from adslot.demand.terms import Deal, PartnerTerms, to_micros
@@ -179,21 +176,14 @@ class PartnerCaller:
         self._buckets: dict[str, TokenBucket] = {}
         self._tallies: dict[str, PartnerTally] = {}
         self._hosts: dict[str, asyncio.Semaphore] = {}
-        self._endpoints: dict[str, tuple[URL, asyncio.Semaphore]] = {}
-        """Per endpoint, parsed once: its URL and its host's semaphore (not per bid request)."""
-        self._headers: dict[tuple[str, str], Mapping[str, str]] = {}
-        """Per credential, the bid request's headers, merged once."""
+        self._endpoints: dict[str, tuple[Target, asyncio.Semaphore]] = {}
+        """Per endpoint, parsed once: where it is and its host's semaphore (not per bid request)."""
+        self._heads: dict[tuple[str, tuple[str, str] | None], bytes] = {}
+        """Per endpoint and credential, the bid request's head up to its Content-Length value, made once."""
         self._partner_terms: dict[str, tuple[Partner, PartnerTerms]] = {}
         """Per partner name, the terms last made and the partner they came from: remade when it changed."""
         self._markups = MarkupChecks()
-        self._session: aiohttp.ClientSession | None = None
-        """Made at the first ask, inside the event loop that uses it (as aiohttp requires)."""
-
-    def _client(self) -> aiohttp.ClientSession:
-        session = self._session
-        if session is None:
-            session = self._session = new_session(KEEPALIVE_EXPIRY_S)
-        return session
+        self._client = Http1Client(keepalive_s=KEEPALIVE_EXPIRY_S)
 
     async def ask(
         self,
@@ -274,8 +264,10 @@ class PartnerCaller:
             outcome = PartnerOutcome(partner.name, "error", stop.reason)
         except _TooLarge as large:
             outcome = _too_large(asked, large.size)
-        except (aiohttp.ClientError, ValueError) as error:  # ValueError: an endpoint yarl cannot parse
-            outcome = PartnerOutcome(partner.name, "error", _error_reason(error))
+        except HttpFailure as failure:
+            outcome = PartnerOutcome(partner.name, "error", failure.reason)
+        except ValueError:  # an endpoint or a credential that cannot be written in a request
+            outcome = PartnerOutcome(partner.name, "error", "bad_endpoint")
         except Exception as error:  # a bug here must not cost the player its ad: count it, name it
             outcome = PartnerOutcome(partner.name, "error", f"internal_{type(error).__name__}")
         elapsed_ms = (time.perf_counter() - started) * 1000
@@ -302,30 +294,27 @@ class PartnerCaller:
         at most MAX_RESPONSE_BYTES + 1 bytes of the body (more is never read: the caller drops it as too
         large). Raises _Exchange for a status that is not a success, and
         _TooLarge for a declared length over the limit. The caller's `asyncio.timeout` bounds the whole
-        exchange, waiting for the host's semaphore included: no aiohttp timer of its own per request."""
-        target = self._endpoints.get(endpoint)
-        if target is None:
-            target = (URL(endpoint), self._host(endpoint))
-            _remember(self._endpoints, endpoint, target)
-        url, host = target
-        headers: Mapping[str, str] | None = REQUEST_HEADERS
-        if credential is not None:
-            headers = self._headers.get(credential)
-            if headers is None:
-                headers = {**REQUEST_HEADERS, credential[0]: credential[1]}
-                _remember(self._headers, credential, headers)
-        async with (
-            host,
-            self._client().post(url, data=body, headers=headers, allow_redirects=False) as response,
-        ):
-            if not 200 <= response.status < 300:
-                raise _Exchange(f"http_{response.status}")
-            if response.status == 204:
-                return 204, b""
-            declared = response.content_length
-            if declared is not None and declared > MAX_RESPONSE_BYTES:
-                raise _TooLarge(declared)
-            return response.status, await _read_capped(response)
+        exchange, waiting for the host's semaphore included: no timer of its own per request."""
+        found = self._endpoints.get(endpoint)
+        if found is None:
+            found = (target_of(endpoint), self._host(endpoint))
+            _remember(self._endpoints, endpoint, found)
+        target, host = found
+        head = self._heads.get((endpoint, credential))
+        if head is None:
+            head = _request_head(target, credential)
+            _remember(self._heads, (endpoint, credential), head)
+        request = b"%s%d\r\n\r\n%s" % (head, len(body), body)
+        async with host:
+            answer = await self._client.send(target.origin, request, keep=MAX_RESPONSE_BYTES)
+        status = answer.status
+        if not 200 <= status < 300:
+            raise _Exchange(f"http_{status}")
+        if status == 204:
+            return 204, b""
+        if answer.declared is not None and answer.declared > MAX_RESPONSE_BYTES:
+            raise _TooLarge(answer.declared)
+        return status, answer.body
 
     def _host(self, endpoint: str) -> asyncio.Semaphore:
         parts = urlsplit(endpoint)
@@ -411,9 +400,7 @@ class PartnerCaller:
 
     async def close(self) -> None:
         """Close every kept-alive connection; call it from the event loop the caller was used in."""
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._client.close()
 
 
 _K = TypeVar("_K")
@@ -429,16 +416,19 @@ def _remember(memo: dict[_K, _V], key: _K, value: _V) -> None:
     memo[key] = value
 
 
-async def _read_capped(response: aiohttp.ClientResponse) -> bytes:
-    """The body, or its first MAX_RESPONSE_BYTES + 1 bytes: enough to know it is too large, and no more."""
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.content.iter_chunked(64 * 1024):
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > MAX_RESPONSE_BYTES:
-            break
-    return b"".join(chunks)[: MAX_RESPONSE_BYTES + 1]
+def _request_head(target: Target, credential: tuple[str, str] | None) -> bytes:
+    """A bid request's head up to the value of its Content-Length, with the partner's credential header.
+    ValueError for a credential that would split the head (a name or value with a line break, a name with a
+    colon or a space): it is never written."""
+    lines = [f"POST {target.path} HTTP/1.1", f"Host: {target.host}"]
+    lines += [f"{name}: {value}" for name, value in REQUEST_HEADERS.items()]
+    lines.append("Accept-Encoding: identity")
+    if credential is not None:
+        name, value = credential
+        if not name or any(c in name for c in ":\r\n \t") or any(c in value for c in "\r\n\x00"):
+            raise ValueError("the credential header cannot be written in a request head")
+        lines.append(f"{name}: {value}")
+    return ("\r\n".join(lines) + "\r\nContent-Length: ").encode("latin-1")
 
 
 def _classify(name: str, asked: Asked, status: int, body: bytes, markups: MarkupChecks) -> PartnerOutcome:
@@ -457,18 +447,3 @@ def _too_large(asked: Asked, size: int) -> PartnerOutcome:
     detail = f"response of {size} bytes (declared) exceeds {MAX_RESPONSE_BYTES}"
     drop = Drop(asked.terms.name, asked.request_id, "too_large", detail)
     return PartnerOutcome(asked.terms.name, "dropped", "too_large", checked=Checked(asked, (), (drop,)))
-
-
-def _error_reason(error: Exception) -> str:
-    """A short, stable name for a transport failure, for tallies and logs."""
-    if isinstance(error, aiohttp.ClientConnectorError):
-        return "connect"
-    if isinstance(error, aiohttp.InvalidURL | ValueError):
-        return "bad_endpoint"
-    if isinstance(error, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
-        return "protocol"
-    if isinstance(error, aiohttp.ClientResponseError):  # an answer that is not HTTP
-        return "protocol"
-    if isinstance(error, aiohttp.ClientOSError):
-        return "read"
-    return type(error).__name__.lower()
