@@ -303,6 +303,11 @@ class Settings:
     """The SMTP server alert emails go through; None: no email."""
     smtp_port: int = 587
     smtp_starttls: bool = True
+    """Upgrade the connection with STARTTLS before anything is sent, and refuse a server that does not offer
+    it; the server's certificate is verified (chain and host name) against smtp_ca_file or the system's."""
+    smtp_ca_file: Path | None = None
+    """A PEM file of the CAs the SMTP server's certificate must chain to, instead of the system's store (a
+    private CA, a self-signed server)."""
     smtp_user: str | None = None
     smtp_password: str | None = field(default=None, repr=False)
     """Never shown nor logged."""
@@ -473,6 +478,7 @@ def load_settings(
         smtp_host=env.get("ADSLOT_SMTP_HOST") or None,
         smtp_port=_int(env, "ADSLOT_SMTP_PORT", DEFAULTS.smtp_port, 1, 65535),
         smtp_starttls=_bool(env, "ADSLOT_SMTP_STARTTLS", DEFAULTS.smtp_starttls),
+        smtp_ca_file=Path(ca) if (ca := env.get("ADSLOT_SMTP_CA_FILE")) else None,
         smtp_user=env.get("ADSLOT_SMTP_USER") or None,
         smtp_password=env.get("ADSLOT_SMTP_PASSWORD") or None,
         smtp_from=env.get("ADSLOT_SMTP_FROM") or DEFAULTS.smtp_from,
@@ -481,6 +487,11 @@ def load_settings(
         raise SettingsError("ADSLOT_RATE_LIMIT_BURST must be 0 (twice the rate) or at least 1")
     if settings.play_window_seconds <= settings.play_time_skew_seconds:
         raise SettingsError("ADSLOT_PLAY_WINDOW_SECONDS must exceed ADSLOT_PLAY_TIME_SKEW_SECONDS")
+    if settings.smtp_ca_file is not None and not settings.smtp_ca_file.is_file():
+        raise SettingsError(f"ADSLOT_SMTP_CA_FILE: no file {str(settings.smtp_ca_file)!r}")
+    if settings.smtp_user and settings.smtp_password and not settings.smtp_starttls:
+        # smtplib would send the login in clear, to whoever answers on the way.
+        raise SettingsError("ADSLOT_SMTP_USER and ADSLOT_SMTP_PASSWORD need ADSLOT_SMTP_STARTTLS")
     days = settings.retention_days
     if days is not None and days * 24 * HOUR <= settings.pop_upload_window_seconds:
         # A fire uploaded late must still find its ad request's row, not a rolled-up one.

@@ -1,22 +1,25 @@
 """Screen alerts end to end: a real `adslot serve` (and a second node on PostgreSQL), a webhook receiver and
-an SMTP server on loopback, with the silence threshold and the check interval set short."""
+an SMTP server on loopback (requiring STARTTLS, verified against the test's CA, and a login), with the
+silence threshold and the check interval set short."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from email.message import Message
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from aiosmtpd.controller import Controller
 
 from tests.conftest import BACKENDS, eventually, free_port
+from tests.console.conftest import csrf_of
 from tests.fleet.receiver import Receiver
+from tests.fleet.smtp import PASSWORD, USER, Mailbox, make_certificates, tls_server
 from tests.served import Server, cli, served_setup
 
 pytestmark = pytest.mark.slow("subprocess")  # adslot serve, a webhook receiver and an SMTP server
@@ -30,15 +33,8 @@ SLACK = 4.0
 """What a loaded machine (two cores shared by several suites) adds to a look and a delivery."""
 
 
-class Mailbox:
-    def __init__(self) -> None:
-        self.messages: list[Message] = []
-
-    async def handle_DATA(self, server: object, session: object, envelope: Any) -> str:
-        from email import message_from_bytes
-
-        self.messages.append(message_from_bytes(envelope.content))
-        return "250 OK"
+CONSOLE_EMAIL = "ops@example.test"
+CONSOLE_PASSWORD = "console pass 42 for the alerts page"
 
 
 @dataclass
@@ -95,9 +91,8 @@ class Watched:
 
 def start_watched(backend: str, tmp: Path) -> Iterator[Watched]:
     receiver = Receiver().up()
-    mailbox = Mailbox()
-    smtp = Controller(mailbox, hostname="127.0.0.1", port=free_port())
-    smtp.start()
+    certificates = make_certificates(tmp)
+    smtp, mailbox = tls_server(certificates)
     setup = served_setup(backend, tmp)
     server, key, _ = next(setup)
     server.environ |= {
@@ -107,10 +102,22 @@ def start_watched(backend: str, tmp: Path) -> Iterator[Watched]:
         "ADSLOT_ALERT_WEBHOOKS_ALLOW_PRIVATE": "1",
         "ADSLOT_SMTP_HOST": "127.0.0.1",
         "ADSLOT_SMTP_PORT": str(smtp.port),
-        "ADSLOT_SMTP_STARTTLS": "0",
-        "ADSLOT_SMTP_PASSWORD": "never-logged-password",
+        "ADSLOT_SMTP_STARTTLS": "1",
+        "ADSLOT_SMTP_CA_FILE": str(certificates.ca),
+        "ADSLOT_SMTP_USER": USER,
+        "ADSLOT_SMTP_PASSWORD": PASSWORD,
     }
     admin = cli(server.environ, "keys", "create", "--account", "ops", "--scope", "admin").strip()
+    command = ("users", "create", "--email", CONSOLE_EMAIL, "--role", "admin", "--password-stdin")
+    subprocess.run(
+        [sys.executable, "-m", "adslot.cli", *command],
+        env=server.environ,
+        input=CONSOLE_PASSWORD + "\n",
+        text=True,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     server.start()
     try:
         hook = httpx.post(
@@ -161,11 +168,30 @@ def test_a_screen_that_stops_raises_one_alert_in_time_and_one_recovery_when_it_a
     assert eventually(lambda: len(watched.alerts("quiet")) == 2, timeout=SLACK + 5)
     time.sleep(5 * CHECK_MS / 1000)
     assert kinds(watched.alerts("quiet")) == [("screen_silent", "raised"), ("screen_silent", "cleared")]
-    # The same two notices by email, through the SMTP server; the password is in no log line.
+    # The same two notices by email, over STARTTLS with a login; the password is in no log line and in no
+    # answer of the API or the console.
     assert eventually(
         lambda: sum("quiet" in str(m.get_payload()) for m in watched.mailbox.messages) == 2, timeout=SLACK + 5
     )
-    assert "never-logged-password" not in watched.server.log.read_text(errors="replace")
+    assert set(watched.mailbox.sessions) == {(True, True)}  # over TLS, logged in
+    assert PASSWORD not in watched.server.log.read_text(errors="replace")
+    shown = [watched.server.log.read_text(errors="replace")]
+    for path in ("/api/v1/alerts", "/api/v1/alerts/settings", "/api/v1/alerts/webhooks", "/api/v1/screens"):
+        answer = httpx.get(f"{watched.server.url}{path}", headers=watched.headers())
+        assert answer.status_code == 200, (path, answer.text)
+        shown.append(answer.text)
+    with httpx.Client(base_url=watched.server.url, timeout=30) as console:
+        page = console.get("/console/sign-in")
+        signed = console.post(
+            "/console/sign-in",
+            data={"csrf_token": csrf_of(page.text), "email": CONSOLE_EMAIL, "password": CONSOLE_PASSWORD},
+        )
+        assert signed.status_code == 303, signed.text
+        for path in ("/console/production/alerts", "/console/production/screens"):
+            answer = console.get(path)
+            assert answer.status_code == 200 and "quiet" in answer.text, path
+            shown.append(answer.text)
+    assert not [text for text in shown if PASSWORD in text]
 
 
 def test_a_screen_silent_while_its_venue_is_closed_raises_nothing_and_shows_closed(watched: Watched) -> None:
