@@ -33,6 +33,8 @@ class Received:
 class Receiver:
     port: int = field(default_factory=free_port)
     received: list[Received] = field(default_factory=list)
+    redirect_to: str | None = None
+    """When set, each POST is kept and answered 307 to this URL."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
 
@@ -54,7 +56,11 @@ class Receiver:
                             body,
                         )
                     )
-                self.send_response(204)
+                if receiver.redirect_to is not None:
+                    self.send_response(307)
+                    self.send_header("Location", receiver.redirect_to)
+                else:
+                    self.send_response(204)
                 self.end_headers()
 
             def log_message(self, format: str, *args: object) -> None:

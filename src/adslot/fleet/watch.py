@@ -111,7 +111,7 @@ class FleetWatch(OutboxSender):
         await super().run_pass()
 
     def new_session(self) -> aiohttp.ClientSession:
-        return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=WEBHOOK_TIMEOUT_SECONDS))
+        return webhooks.sending_session(self._settings.alert_webhooks_allow_private, WEBHOOK_TIMEOUT_SECONDS)
 
     # -- looking ------------------------------------------------------------------------------------------
 
@@ -232,6 +232,10 @@ class FleetWatch(OutboxSender):
                 await answer.read()
                 ok = 200 <= answer.status < 300
                 return ok, answer.status, None if ok else f"HTTP {answer.status}", False
+        except aiohttp.ClientConnectorError as exc:
+            if isinstance(exc.os_error, webhooks.InternalAddress):
+                return False, None, "webhook host resolves to an internal address", True
+            return False, None, type(exc).__name__, False
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             return False, None, type(exc).__name__, False
 
