@@ -380,6 +380,19 @@ def test_retention_is_off_by_default_at_least_8_days_and_longer_than_the_upload_
         load_settings({"ADSLOT_RETENTION_BATCH_ROWS": "10001"})
 
 
+def test_the_fleet_retentions_default_to_35_and_90_days_and_can_be_off() -> None:
+    defaults = load_settings({})
+    assert (defaults.screen_plays_retention_days, defaults.alert_retention_days) == (35, 90)
+    settings = load_settings(
+        {"ADSLOT_SCREEN_PLAYS_RETENTION_DAYS": "off", "ADSLOT_ALERT_RETENTION_DAYS": "7"}
+    )
+    assert (settings.screen_plays_retention_days, settings.alert_retention_days) == (None, 7)
+    with pytest.raises(SettingsError, match="ADSLOT_SCREEN_PLAYS_RETENTION_DAYS must be >= 2"):
+        load_settings({"ADSLOT_SCREEN_PLAYS_RETENTION_DAYS": "1"})
+    with pytest.raises(SettingsError, match="ADSLOT_ALERT_RETENTION_DAYS must be an integer"):
+        load_settings({"ADSLOT_ALERT_RETENTION_DAYS": "forever"})
+
+
 def test_rate_limits_are_read_validated_and_off_for_ad_requests_by_default() -> None:
     defaults = load_settings({})
     limits = (defaults.rate_limit_ad_requests, defaults.rate_limit_burst, defaults.rate_limit_pixels)

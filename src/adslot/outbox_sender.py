@@ -2,9 +2,8 @@
 billing notices, fleet/watch.py's alert notices): a named task that makes a pass, then pauses, forever; an
 HTTP session made on first use and closed at the stop; the database work done in worker threads.
 
-Cancelling a task that awaits `anyio.to_thread.run_sync` abandons the thread, it does not end it: a stop
-that returned then would let the thread go on with an engine its owner disposes next. So the database work
-goes through `in_thread`, and a stop waits until every such thread has returned.
+The database work goes through `in_thread` (tasks.Threads), and a stop waits until every such thread has
+returned: cancelling the task does not end them, and the engine is disposed after the stop.
 """
 
 from __future__ import annotations
@@ -15,9 +14,8 @@ from collections.abc import Callable
 from typing import TypeVar, TypeVarTuple
 
 import aiohttp
-import anyio.to_thread
 
-from adslot.tasks import stop_tasks
+from adslot.tasks import Threads, stop_tasks
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
@@ -32,7 +30,7 @@ class OutboxSender:
         self.interval = interval
         self._task: asyncio.Task[None] | None = None
         self._session: aiohttp.ClientSession | None = None
-        self._threads: set[asyncio.Task[object]] = set()
+        self._threads = Threads()
         self._log = logging.getLogger(type(self).__module__)
 
     def start(self) -> None:
@@ -42,8 +40,7 @@ class OutboxSender:
         """Cancel the loop, wait for the threads it left running, then close the session."""
         await stop_tasks(self._task)
         self._task = None
-        while self._threads:
-            await asyncio.gather(*self._threads, return_exceptions=True)
+        await self._threads.wait()
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -79,7 +76,4 @@ class OutboxSender:
 
     async def in_thread(self, func: Callable[[*Ts], T], *args: *Ts) -> T:
         """`func(*args)` in a worker thread; a stop that cancels the caller still waits for it to return."""
-        thread = asyncio.ensure_future(anyio.to_thread.run_sync(func, *args))
-        self._threads.add(thread)
-        thread.add_done_callback(self._threads.discard)
-        return await asyncio.shield(thread)
+        return await self._threads.run(func, *args)

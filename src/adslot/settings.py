@@ -241,6 +241,12 @@ class Settings:
     retention_days: int | None = None
     """Settled ad requests played longer ago than this are rolled up into report_rollups and deleted
     (adslot.retention); None keeps every row."""
+    screen_plays_retention_days: int | None = 35
+    """Each screen's counted plays per hour (screen_plays, the Screens page's charts and today's figures)
+    older than this are deleted by the retention task; None keeps every hour."""
+    alert_retention_days: int | None = 90
+    """Alerts cleared longer ago than this, with every notice sent or given up, are deleted with their
+    deliveries and attempts, and so are older delivery attempts; None keeps them all."""
     retention_batch_rows: int = 200
     """Ad requests per rollup transaction: on SQLite ~12 ms of the write turn (measured; 500 took ~22)."""
     retention_pause_seconds: float = 0.1
@@ -339,6 +345,16 @@ MIN_RETENTION_DAYS = 8
 """The Health page reads a week of ad requests; a day more keeps its window whole."""
 
 
+def _days_or_off(env: dict[str, str], name: str, default: int | None, minimum: int) -> int | None:
+    """A number of days; `off` keeps everything; unset or empty: `default`."""
+    raw = env.get(name, "").strip().lower()
+    if raw == "off":
+        return None
+    if raw == "":
+        return default
+    return _int(env, name, 0, minimum)
+
+
 def _retention_days(env: dict[str, str]) -> int | None:
     """ADSLOT_RETENTION_DAYS: unset, empty or `off` keeps everything."""
     if env.get("ADSLOT_RETENTION_DAYS", "").strip().lower() in ("", "off"):
@@ -425,6 +441,12 @@ def load_settings(
         )
         * HOUR,
         retention_days=_retention_days(env),
+        screen_plays_retention_days=_days_or_off(
+            env, "ADSLOT_SCREEN_PLAYS_RETENTION_DAYS", DEFAULTS.screen_plays_retention_days, 2
+        ),
+        alert_retention_days=_days_or_off(
+            env, "ADSLOT_ALERT_RETENTION_DAYS", DEFAULTS.alert_retention_days, 1
+        ),
         retention_batch_rows=_int(
             env, "ADSLOT_RETENTION_BATCH_ROWS", DEFAULTS.retention_batch_rows, 1, 10_000
         ),

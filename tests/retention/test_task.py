@@ -151,11 +151,13 @@ def test_a_rollup_of_100k_rows_does_not_stall_the_pixels(loaded: LiveServer, bac
     assert _p(busy, 0.99) < _p(quiet, 0.99) + 50  # a pixel waits for one batch at most, never a pass
 
 
-def test_a_server_runs_a_retention_task_per_environment_only_when_a_retention_is_set(
+def test_a_server_runs_a_retention_task_per_environment_that_rolls_up_only_when_a_retention_is_set(
     backend: str, tmp_path: Path, loaded: LiveServer
 ) -> None:
     assert loaded.app is not None
-    assert all(env.retention._task is None for env in loaded.app.environments.values())
+    defaults = [env.retention for env in loaded.app.environments.values()]
+    assert {(r.days, r.screen_plays_days, r.alert_days) for r in defaults} == {(None, 35, 90)}
+    assert all(r._task is not None and not r._task.done() for r in defaults)  # the fleet's rows, trimmed
     server, schemas = start_server(tmp_path, backend, ADSLOT_RETENTION_DAYS="30")
     try:
         assert server.app is not None
@@ -167,3 +169,13 @@ def test_a_server_runs_a_retention_task_per_environment_only_when_a_retention_is
         if schemas:
             drop_schemas(schemas)
     assert all(env.retention._task is None for env in server.app.environments.values())  # stopped
+    off = {"ADSLOT_SCREEN_PLAYS_RETENTION_DAYS": "off", "ADSLOT_ALERT_RETENTION_DAYS": "off"}
+    (tmp_path / "off").mkdir()
+    server, schemas = start_server(tmp_path / "off", backend, **off)
+    try:
+        assert server.app is not None
+        assert all(env.retention._task is None for env in server.app.environments.values())
+    finally:
+        server.stop()
+        if schemas:
+            drop_schemas(schemas)

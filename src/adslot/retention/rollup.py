@@ -56,7 +56,7 @@ def _literal(value: int) -> sa.ColumnElement[int]:
     return sa.literal_column(str(int(value)), sa.BigInteger)
 
 
-def _locked(conn: sa.Connection) -> bool:
+def holds_lock(conn: sa.Connection) -> bool:
     """On PostgreSQL, this transaction's hold on the environment's rollup lock; SQLite's is its write turn."""
     if conn.dialect.name != "postgresql":
         return True
@@ -133,7 +133,7 @@ def _add(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
 def roll_batch(engine: sa.Engine, before: int, now: int, limit: int) -> Batch:
     """Roll up and delete up to `limit` settled ad requests played before `before`, in one transaction."""
     with write_transaction(engine) as conn:
-        if not _locked(conn):
+        if not holds_lock(conn):
             return Batch(0, busy=True)
         ids = _pick(conn, before, now, limit)
         if not ids:
