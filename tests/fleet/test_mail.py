@@ -87,6 +87,7 @@ def test_a_certificate_for_another_host_name_is_refused_though_the_ca_signed_it(
     assert "127.0.0.1" in mail.failure(refused.value)
 
 
+@pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning")  # the point
 def test_a_server_that_offers_no_starttls_is_refused_before_the_login(
     certificates: Certificates, logs: pytest.LogCaptureFixture
 ) -> None:

@@ -25,6 +25,7 @@ from tests.console.conftest import csrf_of
 from tests.served import Server, cli, served_setup
 
 PASSWORD = "correct horse battery staple 42"
+SMTP_PASSWORD = "smtp relay pass 7f3a"
 EMAIL = "ops@example.test"
 DEEP = b"[" * 1000 + b"]" * 1000
 
@@ -38,7 +39,14 @@ def log_format(request: pytest.FixtureRequest) -> str:
 def failing(log_format: str, tmp_path: Path) -> Iterator[tuple[Server, str, Settings]]:
     setup = served_setup("sqlite", tmp_path)
     server, key, settings = next(setup)
-    server.environ |= {"ADSLOT_LOG_FORMAT": log_format, "ADSLOT_LOG_LEVEL": "info"}
+    server.environ |= {
+        "ADSLOT_LOG_FORMAT": log_format,
+        "ADSLOT_LOG_LEVEL": "info",
+        "ADSLOT_SMTP_HOST": "127.0.0.1",
+        "ADSLOT_SMTP_PORT": "9",
+        "ADSLOT_SMTP_USER": "alerts@example.test",
+        "ADSLOT_SMTP_PASSWORD": SMTP_PASSWORD,
+    }
     subprocess.run(
         [
             sys.executable,
@@ -135,6 +143,7 @@ def test_no_key_cookie_password_or_credential_reaches_the_log_of_a_server_failin
         "the sign-in form's CSRF cookie": pre_session,
         "the password": PASSWORD,
         "the partner's credentials": "p4rtner-s3cret",
+        "the SMTP password": SMTP_PASSWORD,
     }
     leaked = [what for what, value in secrets.items() if value in log]
     assert not leaked, leaked
