@@ -219,12 +219,16 @@ def mark(
 
 
 def give_up(conn: sa.Connection, delivery: Delivery, now: int, error: str) -> None:
-    """A delivery that can never go (its webhook was removed): kept as delivered nowhere, with why."""
+    """A delivery that can never go (its webhook was removed, or its URL or host leads somewhere internal):
+    kept as delivered nowhere, with why, and that why shown with the attempts (nothing was sent)."""
     d = alert_deliveries.c
     conn.execute(
         sa.update(alert_deliveries)
         .where(d.id == delivery.id)
         .values(delivered_at=now, claimed_until=0, last_error=error, attempts=delivery.attempts)
+    )
+    conn.execute(
+        sa.insert(alert_attempts).values(delivery_id=delivery.id, at=now, ok=False, status=None, error=error)
     )
 
 
