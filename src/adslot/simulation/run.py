@@ -16,9 +16,10 @@ import asyncio
 import gc
 import heapq
 import itertools
+import math
 import random
 import uuid
-from collections.abc import Callable, Coroutine, Generator, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,8 @@ from adslot.catalog import Catalog, load_catalog
 from adslot.decision.model import LiveCampaign
 from adslot.decision.slot import Slot
 from adslot.ids import uuid7
-from adslot.ledger.budget import DeliveryCache
-from adslot.ledger.claims import Claims, plan_claims
+from adslot.ledger.budget import DeliveryCache, Snapshot, claim_keys
+from adslot.ledger.claims import Claim, Claims, Spacing, plan_claims
 from adslot.ledger.group_commit import GroupCommitter
 from adslot.ledger.records import AdRequest, Fire, Operation, Settle, Verdict
 from adslot.ledger.sqlite_store import SqliteLedgerStore
@@ -344,7 +345,11 @@ def _in_memory(
     rng = random.Random(config.seed)
     draws = _draws(config, random.Random(config.seed + 1))
     clock = [float(config.start)]
-    cache = DeliveryCache(ttl_seconds=config.cache_seconds, clock=lambda: clock[0])
+    cache = (
+        _TrustedCache(lambda: clock[0])
+        if config.cache_seconds == math.inf
+        else DeliveryCache(ttl_seconds=config.cache_seconds, clock=lambda: clock[0])
+    )
     offsets = _offsets(config, places, rng)
     fires: list[tuple[int, int, Fire]] = []
     seq = itertools.count()
@@ -424,20 +429,90 @@ def _step(
 
 
 def _planner() -> Callable[[LiveCampaign, Slot, float], Claims]:
-    """plan_claims, remembered for one run, whose campaigns do not change, for the campaigns whose claims
-    name no place (caps and pacing only): those depend only on the play's UTC quarter hour (the campaign's
-    local date and hour are the same throughout one, and so is the hour a pacing counter names) and on the
-    audience, so one plan serves every screen of the quarter. A campaign refused by the cache is planned
-    again for every slot it is drawn for, which made planning a third of a forecast's CPU."""
+    """plan_claims, remembered for one run, whose campaigns do not change. A plan depends only on the play's
+    UTC quarter hour (the campaign's and the venue's local date and hour are the same throughout one, every
+    zone's offset being whole quarter hours, and so is the hour a pacing or frequency counter names), on the
+    audience, and, for a campaign with frequency or separation, on the place; a separation's Spacing also
+    names the play time, so that one is made anew from the remembered plan. A campaign refused by the cache
+    is planned again for every slot it is drawn for, which made planning a third of a forecast's CPU."""
     memo: dict[tuple[int, int, float], Claims] = {}
+    by_place: dict[tuple[int, int, float, str, str | None], Claims] = {}
 
     def plan(campaign: LiveCampaign, slot: Slot, impressions: float) -> Claims:
-        if campaign.frequency is not None or campaign.separation_minutes > 0:
-            return plan_claims(campaign, slot, impressions)
-        key = (campaign.id, slot.play_time // 900, impressions)
-        claims = memo.get(key)
-        if claims is None:
-            claims = memo[key] = plan_claims(campaign, slot, impressions)
-        return claims
+        quarter = slot.play_time // 900
+        if campaign.frequency is None and campaign.separation_minutes <= 0:
+            key = (campaign.id, quarter, impressions)
+            claims = memo.get(key)
+            if claims is None:
+                claims = memo[key] = plan_claims(campaign, slot, impressions)
+            return claims
+        place_key = (campaign.id, quarter, impressions, slot.venue.venue_id, slot.screen_id)
+        known = by_place.get(place_key)
+        if known is None:
+            known = by_place[place_key] = plan_claims(campaign, slot, impressions)
+        spacings = known.spacings
+        if not spacings or spacings[0].play_time == slot.play_time:
+            return known
+        return Claims(known.counts, tuple(Spacing(s.key, slot.play_time, s.gap_seconds) for s in spacings))
 
     return plan
+
+
+class _TrustedCache(DeliveryCache):
+    """The DeliveryCache of a run that trusts its counters for ever (Drive.cache_seconds infinite), which
+    remembers whether a set of count claims fits until one of the counters they read changes: every screen's
+    decision asks it about the same campaigns' same claims (the planner hands out one Claims per campaign and
+    quarter hour, or per place), most of them refused again and again, and stage() over them was a fifth of a
+    forecast. A separation is judged afresh: its answer depends on the play time, and costs a lookup."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        super().__init__(ttl_seconds=math.inf, clock=clock)
+        self._fits: dict[int, tuple[tuple[Claim, ...], bool]] = {}
+        """By id of a Claims.counts: (that tuple, whether it fits the counters known)."""
+        self._readers: dict[str, set[int]] = {}
+        """By counter key: the ids in _fits whose answer read it."""
+
+    def accepts(self, claims: Claims, play_time: int) -> bool:
+        counts = claims.counts
+        if counts:
+            known = self._fits.get(id(counts))
+            fits = known[1] if known is not None and known[0] is counts else self._judge(counts, play_time)
+            if not fits:
+                return False
+        entries = self._entries
+        for spacing in claims.spacings:  # as budget.stage judges it, on the counter known
+            entry = entries.get(spacing.key)
+            if entry is not None:
+                mark = entry[1]
+                if mark.last_at is not None and play_time < mark.last_at + max(
+                    mark.cap or 0, spacing.gap_seconds
+                ):
+                    return False
+        return True
+
+    def _judge(self, counts: tuple[Claim, ...], play_time: int) -> bool:
+        """Whether the count claims fit, remembered until a counter they read changes."""
+        only = Claims(counts)
+        fits = super().accepts(only, play_time)
+        self._fits[id(counts)] = (counts, fits)
+        readers = self._readers
+        for key in claim_keys(only):
+            readers.setdefault(key, set()).add(id(counts))
+        return fits
+
+    def update(self, counters: Mapping[str, Snapshot]) -> None:
+        entries, fits, readers = self._entries, self._fits, self._readers
+        learnt = 0
+        for key, snapshot in counters.items():
+            entry = entries.get(key)
+            if entry is None:
+                learnt += 1
+            elif entry[1].snapshot() == snapshot:
+                continue
+            for ident in readers.pop(key, ()):
+                fits.pop(ident, None)
+        if learnt and len(entries) + learnt > self._max_keys:
+            # Learning these forgets the oldest counters, which answers may have read.
+            fits.clear()
+            readers.clear()
+        super().update(counters)
