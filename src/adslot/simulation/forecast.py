@@ -389,7 +389,7 @@ def _both_in_memory(
     outcomes = []
     runs = ((catalog, targeted.observe), (catalog_without, None))
     for half, (run_catalog, observe) in enumerate(runs):
-        ledger = MemoryLedger(counters.items())
+        ledger = MemoryLedger(counters.items(), fires=False)
         told = None if progress is None else _halves(progress, half)
         drive_in_memory(ledger, run_catalog, driven, config, observe, told)
         outcomes.append(_Outcome(ledger.plays(), ledger.counters))

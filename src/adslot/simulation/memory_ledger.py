@@ -11,6 +11,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import collections
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
@@ -39,12 +40,22 @@ class Play(NamedTuple):
 class MemoryLedger:
     """Counters, ad request states and issued records, changed only through `apply`."""
 
-    def __init__(self, counters: Iterable[tuple[str, Snapshot]] = ()) -> None:
+    def __init__(self, counters: Iterable[tuple[str, Snapshot]] = (), *, fires: bool = True) -> None:
         """`counters`: the delivery counters the run starts from, as (key, (cap, reserved, delivered,
-        last_at))."""
+        last_at)).
+
+        `fires` False: a run that sends no fire and counts every play at its end (play_all), as the forecast
+        does. Then the ledger keeps, per issued ad request, only its Play and a tally of its claims (all that
+        play_all and plays read), instead of its record and state: a tenth of the memory, which bounded how
+        many slots a forecast could hold (1.2 KB each before)."""
         self.counters: dict[str, Snapshot] = dict(counters)
+        self._fires = fires
         self._states: dict[uuid.UUID, Current] = {}
         self._records: list[AdRequest] = []
+        self._plays: list[Play] = []
+        self._claimed: collections.Counter[str] = collections.Counter()
+        """Without fires: how many issued ad requests hold each claims text."""
+        self._played = False
 
     def apply(self, operations: Sequence[Operation]) -> list[Verdict]:
         """One batch, as a store applies it in one transaction. Settles and releases are not kept here: the
@@ -52,6 +63,10 @@ class MemoryLedger:
         batch = Batch.of(operations)
         if batch.settles or batch.releases:
             raise ValueError("the memory ledger keeps no expiry sweep and no releases")
+        if batch.fires and not self._fires:
+            raise ValueError("this memory ledger counts every play at the end and takes no fire")
+        if self._played:
+            raise ValueError("every play was counted already")
         states = self._states
         for ident in batch.named_ids():
             state = states.get(ident)
@@ -65,9 +80,24 @@ class MemoryLedger:
             counters[key] = (cap, reserved, delivered, last_at)
         for ident, change in batch.changes.items():
             states[ident] = after(batch.current[ident], change)
-        for record, claims in batch.admitted:
-            states[record.id] = issued(record, claims)
-            self._records.append(record)
+        if self._fires:
+            for record, claims in batch.admitted:
+                states[record.id] = issued(record, claims)
+                self._records.append(record)
+        else:
+            plays, claimed = self._plays, self._claimed
+            for record, claims in batch.admitted:
+                plays.append(
+                    Play(
+                        record.venue_id,
+                        record.screen_id,
+                        record.play_time,
+                        record.campaign_id,
+                        record.impressions,
+                    )
+                )
+                if claims:
+                    claimed[claims] += 1
         return batch.verdicts()
 
     def play_all(self) -> None:
@@ -75,18 +105,25 @@ class MemoryLedger:
         from reserved to delivered. For a run in which every play is proven in time (no PoP lost or late):
         admission reads only delivered + reserved, so no decision depends on when the fires come. The units
         are summed by counter first: each counter then moves once (integers, so the order is immaterial)."""
-        states = self._states
-        moved: dict[str, int] = {}
-        for record in self._records:
-            state = states[record.id]
-            times = state.times
-            if times[IMPRESSION_INDEX] is not None:
-                continue
-            times = (*times[:IMPRESSION_INDEX], record.play_time, *times[IMPRESSION_INDEX + 1 :])
-            states[record.id] = state._replace(times=times)
-            if state.claims:
-                for key, units in parse_claims(state.claims):
-                    moved[key] = moved.get(key, 0) + units
+        moved: collections.Counter[str] = collections.Counter()
+        if self._fires:
+            states = self._states
+            for record in self._records:
+                state = states[record.id]
+                times = state.times
+                if times[IMPRESSION_INDEX] is not None:
+                    continue
+                times = (*times[:IMPRESSION_INDEX], record.play_time, *times[IMPRESSION_INDEX + 1 :])
+                states[record.id] = state._replace(times=times)
+                if state.claims:
+                    for key, units in parse_claims(state.claims):
+                        moved[key] += units
+        else:
+            for text, count in self._claimed.items():
+                for key, units in parse_claims(text):
+                    moved[key] += units * count
+            self._claimed.clear()
+            self._played = True
         counters = self.counters
         for key, units in moved.items():
             if key in counters:
@@ -95,6 +132,8 @@ class MemoryLedger:
 
     def plays(self) -> list[Play]:
         """The issued ad requests whose impression counted, in the order they were issued."""
+        if not self._fires:
+            return self._plays if self._played else []
         states = self._states
         return [
             Play(r.venue_id, r.screen_id, r.play_time, r.campaign_id, r.impressions)

@@ -360,7 +360,7 @@ def _in_memory(
     def new_id() -> uuid.UUID:
         return uuid.UUID(int=next(numbers))
 
-    plan = _planner()
+    plan = _Planner()
     minutes = _minutes(config)
     # With no PoP lost or late every fill plays, and no decision depends on when its fire comes (admission
     # reads delivered + reserved): the fires are counted at the end, each as its impression would count.
@@ -403,6 +403,12 @@ def _in_memory(
             ledger.apply(due_now[i : i + MAX_BATCH])
         if progress is not None:
             progress(done, len(minutes))
+        if minute % 900 == 0:
+            # The next minute's slots play from minute + 60 on: the plans and answers of earlier quarter
+            # hours are not asked for again.
+            plan.forget_before((minute + config.lead_seconds) // 900)
+            if isinstance(cache, _TrustedCache):
+                cache.forget()
         if done % 60 == 0:
             # The ledger's records and states only grow, and the collector's full passes would scan them
             # all, again and again (a fifth of a week's forecast): what is there now is left out of them.
@@ -428,34 +434,42 @@ def _step(
     pending.append((ask.operation, i, filling))
 
 
-def _planner() -> Callable[[LiveCampaign, Slot, float], Claims]:
+class _Planner:
     """plan_claims, remembered for one run, whose campaigns do not change. A plan depends only on the play's
     UTC quarter hour (the campaign's and the venue's local date and hour are the same throughout one, every
     zone's offset being whole quarter hours, and so is the hour a pacing or frequency counter names), on the
     audience, and, for a campaign with frequency or separation, on the place; a separation's Spacing also
     names the play time, so that one is made anew from the remembered plan. A campaign refused by the cache
-    is planned again for every slot it is drawn for, which made planning a third of a forecast's CPU."""
-    memo: dict[tuple[int, int, float], Claims] = {}
-    by_place: dict[tuple[int, int, float, str, str | None], Claims] = {}
+    is planned again for every slot it is drawn for, which made planning a third of a forecast's CPU.
 
-    def plan(campaign: LiveCampaign, slot: Slot, impressions: float) -> Claims:
+    Play times only move forward, so the plans of quarters gone by are dropped (`forget_before`): kept, they
+    grew with every place and quarter of the run."""
+
+    def __init__(self) -> None:
+        self._plans: dict[int, dict[tuple[int, float, str | None, str | None], Claims]] = {}
+        """By quarter hour, then (campaign id, audience, venue id, screen id), the place None when the plan
+        names none."""
+
+    def __call__(self, campaign: LiveCampaign, slot: Slot, impressions: float) -> Claims:
         quarter = slot.play_time // 900
+        plans = self._plans.get(quarter)
+        if plans is None:
+            plans = self._plans[quarter] = {}
         if campaign.frequency is None and campaign.separation_minutes <= 0:
-            key = (campaign.id, quarter, impressions)
-            claims = memo.get(key)
-            if claims is None:
-                claims = memo[key] = plan_claims(campaign, slot, impressions)
-            return claims
-        place_key = (campaign.id, quarter, impressions, slot.venue.venue_id, slot.screen_id)
-        known = by_place.get(place_key)
+            key: tuple[int, float, str | None, str | None] = (campaign.id, impressions, None, None)
+        else:
+            key = (campaign.id, impressions, slot.venue.venue_id, slot.screen_id)
+        known = plans.get(key)
         if known is None:
-            known = by_place[place_key] = plan_claims(campaign, slot, impressions)
+            known = plans[key] = plan_claims(campaign, slot, impressions)
         spacings = known.spacings
         if not spacings or spacings[0].play_time == slot.play_time:
             return known
         return Claims(known.counts, tuple(Spacing(s.key, slot.play_time, s.gap_seconds) for s in spacings))
 
-    return plan
+    def forget_before(self, quarter: int) -> None:
+        for old in [q for q in self._plans if q < quarter]:
+            del self._plans[old]
 
 
 class _TrustedCache(DeliveryCache):
@@ -499,6 +513,11 @@ class _TrustedCache(DeliveryCache):
         for key in claim_keys(only):
             readers.setdefault(key, set()).add(id(counts))
         return fits
+
+    def forget(self) -> None:
+        """Drop every remembered answer (the plans they were for are gone)."""
+        self._fits.clear()
+        self._readers.clear()
 
     def update(self, counters: Mapping[str, Snapshot]) -> None:
         entries, fits, readers = self._entries, self._fits, self._readers
