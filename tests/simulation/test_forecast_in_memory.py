@@ -138,6 +138,31 @@ def test_the_forecast_in_memory_gives_the_sqlite_ledgers_report(
     assert in_memory == on_sqlite
 
 
+def test_over_three_days_the_forecast_in_memory_still_gives_the_sqlite_ledgers_report(
+    source: tuple[sa.Engine, int], tmp_path: Path
+) -> None:
+    """Three days of every screen's slots (20,736 decisions in the two runs): daily caps reached and reset,
+    pacing hours sized from what earlier days delivered, frequency and separation counters by the thousand,
+    the remembered plans and cache answers dropped and made again quarter hour after quarter hour."""
+    engine, advertiser = source
+    rules = PROPOSALS["frequency and separation in the spaced campaign's category"] | {
+        "caps": [{"period": "daily", "metric": "plays", "limit": 90}],
+        "targeting": {},
+    }
+    body = {"advertiser_id": advertiser, "name": "Proposal", "start_at": START, "end_at": START + 3 * DAY}
+    offer = NewCampaign(msgspec.convert(body | rules, CampaignIn), [creative("spot")])
+    reports: list[ForecastReport] = []
+    for on_ledger in (True, False):
+        with engine.connect() as conn:
+            reports.append(
+                forecast(conn, offer, data_dir=tmp_path, start=START, hours=72, on_ledger=on_ledger)
+            )
+    on_sqlite, in_memory = reports
+    assert in_memory.screens == 12 and in_memory.slots_targeted == 12 * 72 * 12
+    assert in_memory.plays > 0 and in_memory.conflicts and in_memory.frequency_hours_at_limit
+    assert in_memory == on_sqlite
+
+
 def test_the_loop_in_memory_gives_the_sqlite_ledgers_plays_and_counters_with_late_and_repeated_fires(
     source: tuple[sa.Engine, int], tmp_path: Path
 ) -> None:

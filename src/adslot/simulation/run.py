@@ -19,7 +19,7 @@ import itertools
 import math
 import random
 import uuid
-from collections.abc import Callable, Coroutine, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,15 +27,13 @@ from typing import Any
 import sqlalchemy as sa
 
 from adslot.catalog import Catalog, load_catalog
-from adslot.decision.model import LiveCampaign
-from adslot.decision.slot import Slot
 from adslot.ids import uuid7
-from adslot.ledger.budget import DeliveryCache, Snapshot, stage
-from adslot.ledger.claims import Claim, Claims, Spacing, plan_claims
+from adslot.ledger.budget import DeliveryCache
 from adslot.ledger.group_commit import GroupCommitter
 from adslot.ledger.records import AdRequest, Fire, Operation, Settle, Verdict
 from adslot.ledger.sqlite_store import SqliteLedgerStore
 from adslot.serving.fill import SlotRequest, fill_slot
+from adslot.simulation.claims_memo import Planner, TrustedCache
 from adslot.simulation.memory_ledger import MemoryLedger
 from adslot.simulation.report import SimulationReport, measure
 from adslot.simulation.scenario import build_network
@@ -346,7 +344,7 @@ def _in_memory(
     draws = _draws(config, random.Random(config.seed + 1))
     clock = [float(config.start)]
     cache = (
-        _TrustedCache(lambda: clock[0])
+        TrustedCache(lambda: clock[0])
         if config.cache_seconds == math.inf
         else DeliveryCache(ttl_seconds=config.cache_seconds, clock=lambda: clock[0])
     )
@@ -360,7 +358,7 @@ def _in_memory(
     def new_id() -> uuid.UUID:
         return uuid.UUID(int=next(numbers))
 
-    plan = _Planner()
+    plan = Planner()
     minutes = _minutes(config)
     # With no PoP lost or late every fill plays, and no decision depends on when its fire comes (admission
     # reads delivered + reserved): the fires are counted at the end, each as its impression would count.
@@ -407,7 +405,7 @@ def _in_memory(
             # The next minute's slots play from minute + 60 on: the plans and answers of earlier quarter
             # hours are not asked for again.
             plan.forget_before((minute + config.lead_seconds) // 900)
-            if isinstance(cache, _TrustedCache):
+            if isinstance(cache, TrustedCache):
                 cache.forget()
         if done % 60 == 0:
             # The ledger's records and states only grow, and the collector's full passes would scan them
@@ -432,126 +430,3 @@ def _step(
         results[i] = finished.value
         return
     pending.append((ask.operation, i, filling))
-
-
-class _Planner:
-    """plan_claims, remembered for one run, whose campaigns do not change. A plan depends only on the play's
-    UTC quarter hour (the campaign's and the venue's local date and hour are the same throughout one, every
-    zone's offset being whole quarter hours, and so is the hour a pacing or frequency counter names), on the
-    audience, and, for a campaign with frequency or separation, on the place; a separation's Spacing also
-    names the play time, so that one is made anew from the remembered plan. A campaign refused by the cache
-    is planned again for every slot it is drawn for, which made planning a third of a forecast's CPU.
-
-    Equal claims are handed out as one object (a campaign's cap and pacing claims are the same on every
-    screen), so the cache's answer about one serves them all. Play times only move forward, so the plans of
-    quarters gone by are dropped (`forget_before`): kept, they grew with every place and quarter."""
-
-    def __init__(self) -> None:
-        self._plans: dict[int, dict[tuple[int, float, str | None, str | None], Claims]] = {}
-        """By quarter hour, then (campaign id, audience, venue id, screen id), the place None when the plan
-        names none."""
-        self._claims: dict[int, dict[Claim, Claim]] = {}
-        """By quarter hour: each distinct claim planned in it."""
-
-    def __call__(self, campaign: LiveCampaign, slot: Slot, impressions: float) -> Claims:
-        quarter = slot.play_time // 900
-        plans = self._plans.get(quarter)
-        if plans is None:
-            plans = self._plans[quarter] = {}
-        if campaign.frequency is None and campaign.separation_minutes <= 0:
-            key: tuple[int, float, str | None, str | None] = (campaign.id, impressions, None, None)
-        else:
-            key = (campaign.id, impressions, slot.venue.venue_id, slot.screen_id)
-        known = plans.get(key)
-        if known is None:
-            made = plan_claims(campaign, slot, impressions)
-            if made.counts:
-                claims = self._claims.setdefault(quarter, {})
-                made = Claims(tuple(claims.setdefault(c, c) for c in made.counts), made.spacings)
-            known = plans[key] = made
-        spacings = known.spacings
-        if not spacings or spacings[0].play_time == slot.play_time:
-            return known
-        return Claims(known.counts, tuple(Spacing(s.key, slot.play_time, s.gap_seconds) for s in spacings))
-
-    def forget_before(self, quarter: int) -> None:
-        for memo in (self._plans, self._claims):
-            for old in [q for q in memo if q < quarter]:
-                del memo[old]
-
-
-class _TrustedCache(DeliveryCache):
-    """The DeliveryCache of a run that trusts its counters for ever (Drive.cache_seconds infinite), which
-    remembers its answer about each claim until a counter the claim reads changes: every screen's decision
-    asks about the same campaigns' same claims (the planner hands out one object per distinct claim), most of
-    them refused again and again, and stage() over them was a fifth of a forecast.
-
-    Its answers are DeliveryCache.accepts': yes when it knows none of the counters claimed, else whether
-    budget.stage admits the claims on the counters it knows. A count claim reads only its own counter (and
-    its pacing total) as it was before the ad request, never another claim's staged one, so the claims fit
-    together exactly when each fits alone. A separation is judged afresh: it depends on the play time, and
-    costs a lookup."""
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        super().__init__(ttl_seconds=math.inf, clock=clock)
-        self._judged: dict[int, tuple[Claim, bool, bool]] = {}
-        """By id of a claim: (the claim, whether it fits the counters known, whether it reads one known)."""
-        self._readers: dict[str, set[int]] = {}
-        """By counter key: the ids in _judged whose answer read it."""
-
-    def accepts(self, claims: Claims, play_time: int) -> bool:
-        judged = self._judged
-        fits, known = True, False
-        for claim in claims.counts:
-            answer = judged.get(id(claim))
-            if answer is None or answer[0] is not claim:
-                answer = self._judge(claim)
-            fits = fits and answer[1]
-            known = known or answer[2]
-        entries = self._entries
-        for spacing in claims.spacings:  # as budget.stage judges it, on the counter known
-            entry = entries.get(spacing.key)
-            if entry is not None:
-                known = True
-                mark = entry[1]
-                if mark.last_at is not None and play_time < mark.last_at + max(
-                    mark.cap or 0, spacing.gap_seconds
-                ):
-                    fits = False
-        return fits or not known
-
-    def _judge(self, claim: Claim) -> tuple[Claim, bool, bool]:
-        """Whether the claim fits the counters known, and whether it reads one; remembered until one of the
-        counters it reads changes."""
-        keys = (claim.key,) if claim.pace is None else (claim.key, claim.pace.total_key)
-        entries = self._entries
-        known = {key: entries[key][1] for key in keys if key in entries}
-        # A count claim's verdict does not depend on the play time (only a spacing's does).
-        answer = (claim, not isinstance(stage(Claims((claim,)), 0, known), str), bool(known))
-        self._judged[id(claim)] = answer
-        readers = self._readers
-        for key in keys:
-            readers.setdefault(key, set()).add(id(claim))
-        return answer
-
-    def forget(self) -> None:
-        """Drop every remembered answer (the plans they were for are gone)."""
-        self._judged.clear()
-        self._readers.clear()
-
-    def update(self, counters: Mapping[str, Snapshot]) -> None:
-        entries, judged, readers = self._entries, self._judged, self._readers
-        learnt = 0
-        for key, snapshot in counters.items():
-            entry = entries.get(key)
-            if entry is None:
-                learnt += 1
-            elif entry[1].snapshot() == snapshot:
-                continue
-            for ident in readers.pop(key, ()):
-                judged.pop(ident, None)
-        if learnt and len(entries) + learnt > self._max_keys:
-            # Learning these forgets the oldest counters, which answers may have read.
-            judged.clear()
-            readers.clear()
-        super().update(counters)
