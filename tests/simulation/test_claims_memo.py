@@ -90,7 +90,7 @@ def test_the_planner_hands_out_the_claims_plan_claims_plans_one_object_for_equal
     assert any(c.frequency for c in campaigns) and any(c.separation_minutes for c in campaigns)
     shared = 0
     for play_time in range(START + 40, START + 2 * 86_400, 7 * 60 + 13):
-        planner.forget_before(play_time // 900)
+        planner.forget_before(play_time)
         claimed: dict[Claim, Claim] = {}
         for venue_id, screen_id in places[: 1 + play_time % 7]:
             slot = slot_for(catalog, SlotRequest(1, venue_id, screen_id, play_time))

@@ -181,6 +181,14 @@ def _local(tz_name: str, quarter: int) -> _Local:
     return _Local(local.date().isoformat(), local.weekday() * 24 + local.hour, int(midnight.timestamp()))
 
 
+def campaign_clock(tz_name: str, play_time: int) -> tuple[str, int]:
+    """A campaign's local date and hour of the week at play_time, as plan_claims reads them: a plan for one
+    place changes only with these, the UTC hour and the venue's local date (the forecast keys its remembered
+    plans on them)."""
+    local = _local(tz_name, play_time // QUARTER_HOUR)
+    return local.date, local.hour_of_week
+
+
 def active_hours(mask: int, first_hour_of_week: int, hours: int) -> int:
     """How many of `hours` consecutive hours, starting at `first_hour_of_week`, the 168-bit mask allows.
 

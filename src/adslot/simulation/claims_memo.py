@@ -12,56 +12,64 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from datetime import date
 
 from adslot.decision.model import LiveCampaign
 from adslot.decision.slot import Slot
 from adslot.ledger.budget import DeliveryCache, Snapshot, stage
-from adslot.ledger.claims import Claim, Claims, Spacing, plan_claims
+from adslot.ledger.claims import Claim, Claims, Spacing, campaign_clock, plan_claims
+
+PlanKey = tuple[int, float, str, int, date | None, str | None, str | None]
+"""(campaign id, audience, its local date, its local hour of the week, and for a campaign with frequency or
+separation: the venue's local date, venue id, screen id)."""
 
 
 class Planner:
-    """plan_claims, remembered for one run, whose campaigns do not change. A plan depends only on the play's
-    UTC quarter hour (the campaign's and the venue's local date and hour are the same throughout one, every
-    zone's offset being whole quarter hours, and so is the hour a pacing or frequency counter names), on the
-    audience, and, for a campaign with frequency or separation, on the place; a separation's Spacing also
-    names the play time, so that one is made anew from the remembered plan. A campaign refused by the cache
-    is planned again for every slot it is drawn for, which made planning a third of a forecast's CPU.
+    """plan_claims, remembered for one run, whose campaigns do not change. Within a UTC hour, a plan depends
+    only on the campaign's local date and hour of the week (its caps and pacing), on the audience, and, for
+    a campaign with frequency or separation, on the place and the venue's local date; a separation's Spacing
+    also names the play time, so that one is made anew from the remembered plan. A campaign refused by the
+    cache is planned again for every slot it is drawn for, which made planning a third of a forecast's CPU.
 
     Equal claims are handed out as one object (a campaign's cap and pacing claims are the same on every
     screen), so the cache's answer about one serves them all. Play times only move forward, so the plans of
-    quarters gone by are dropped (`forget_before`): kept, they grew with every place and quarter."""
+    hours gone by are dropped (`forget_before`): kept, they grew with every place and hour of the run."""
 
     def __init__(self) -> None:
-        self._plans: dict[int, dict[tuple[int, float, str | None, str | None], Claims]] = {}
-        """By quarter hour, then (campaign id, audience, venue id, screen id), the place None when the plan
-        names none."""
+        self._plans: dict[int, dict[PlanKey, Claims]] = {}
+        """By UTC hour (epoch seconds)."""
         self._claims: dict[int, dict[Claim, Claim]] = {}
-        """By quarter hour: each distinct claim planned in it."""
+        """By UTC hour: each distinct claim planned in it."""
 
     def __call__(self, campaign: LiveCampaign, slot: Slot, impressions: float) -> Claims:
-        quarter = slot.play_time // 900
-        plans = self._plans.get(quarter)
+        play_time = slot.play_time
+        hour = play_time - play_time % 3600
+        plans = self._plans.get(hour)
         if plans is None:
-            plans = self._plans[quarter] = {}
+            plans = self._plans[hour] = {}
+        day, hour_of_week = campaign_clock(campaign.timezone, play_time)
         if campaign.frequency is None and campaign.separation_minutes <= 0:
-            key: tuple[int, float, str | None, str | None] = (campaign.id, impressions, None, None)
+            key: PlanKey = (campaign.id, impressions, day, hour_of_week, None, None, None)
         else:
-            key = (campaign.id, impressions, slot.venue.venue_id, slot.screen_id)
+            venue_id = slot.venue.venue_id
+            key = (campaign.id, impressions, day, hour_of_week, slot.local_date, venue_id, slot.screen_id)
         known = plans.get(key)
         if known is None:
             made = plan_claims(campaign, slot, impressions)
             if made.counts:
-                claims = self._claims.setdefault(quarter, {})
+                claims = self._claims.setdefault(hour, {})
                 made = Claims(tuple(claims.setdefault(c, c) for c in made.counts), made.spacings)
             known = plans[key] = made
         spacings = known.spacings
-        if not spacings or spacings[0].play_time == slot.play_time:
+        if not spacings or spacings[0].play_time == play_time:
             return known
-        return Claims(known.counts, tuple(Spacing(s.key, slot.play_time, s.gap_seconds) for s in spacings))
+        return Claims(known.counts, tuple(Spacing(s.key, play_time, s.gap_seconds) for s in spacings))
 
-    def forget_before(self, quarter: int) -> None:
+    def forget_before(self, play_time: int) -> None:
+        """Drop the plans of the UTC hours before play_time's."""
+        hour = play_time - play_time % 3600
         for memo in (self._plans, self._claims):
-            for old in [q for q in memo if q < quarter]:
+            for old in [h for h in memo if h < hour]:
                 del memo[old]
 
 

@@ -401,10 +401,10 @@ def _in_memory(
             ledger.apply(due_now[i : i + MAX_BATCH])
         if progress is not None:
             progress(done, len(minutes))
-        if minute % 900 == 0:
-            # The next minute's slots play from minute + 60 on: the plans and answers of earlier quarter
-            # hours are not asked for again.
-            plan.forget_before((minute + config.lead_seconds) // 900)
+        if minute % 3600 == 0:
+            # The next minute's slots play from minute + 60 on: the plans and answers of earlier hours are
+            # not asked for again.
+            plan.forget_before(minute + config.lead_seconds)
             if isinstance(cache, TrustedCache):
                 cache.forget()
         if done % 60 == 0:
