@@ -63,6 +63,9 @@ class Planner:
         spacings = known.spacings
         if not spacings or spacings[0].play_time == play_time:
             return known
+        if len(spacings) == 1:  # a campaign has one category: one spacing
+            spacing = spacings[0]
+            return Claims(known.counts, (Spacing(spacing.key, play_time, spacing.gap_seconds),))
         return Claims(known.counts, tuple(Spacing(s.key, play_time, s.gap_seconds) for s in spacings))
 
     def forget_before(self, play_time: int) -> None:
