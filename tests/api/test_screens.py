@@ -12,6 +12,7 @@ import pytest
 from adslot.auth.keys import LIVE_PREFIX
 from adslot.auth.repository import revoke_key
 from adslot.environment import transact
+from adslot.ledger.screen_fold import FOLD_SECONDS
 from adslot.player.links import create_link
 from adslot.storage.database import make_engine
 from tests.conftest import BACKENDS, PROD_VENUE, LiveServer, eventually, live_server
@@ -77,6 +78,12 @@ def test_a_screen_that_asks_is_online_then_silent_since_its_last_request_and_oth
     )
     assert fired.status_code in (200, 204), fired.text
 
+    # The ledger writer gathers the screens' news and writes it at most FOLD_SECONDS late.
+    def told() -> bool:
+        found = by_id(screens(http, listed))
+        return "s9" in found and found["s1"]["plays_today"] == 1
+
+    assert eventually(told, timeout=FOLD_SECONDS + 5)
     listing = screens(http, listed)
     found = by_id(listing)
     assert found["s1"]["status"] == "online" and found["s1"]["registered"] is True
@@ -134,6 +141,7 @@ def test_opening_hours_are_set_checked_and_a_silent_screen_of_a_closed_venue_sho
     assert http.get(url, headers=admin(listed)).json() == {"venue_id": PROD_VENUE, "hours": None}
 
     ask(http, listed, "s3")
+    assert eventually(lambda: "s3" in by_id(screens(http, listed)), timeout=FOLD_SECONDS + 5)
     closed_all_week: dict[str, list[str]] = {}
     stored = http.post(url, json={"hours": closed_all_week}, headers=admin(listed))
     assert stored.status_code == 200, stored.text

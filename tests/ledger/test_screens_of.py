@@ -11,9 +11,16 @@ def test_issued_ad_requests_are_found_by_id_and_others_are_left_to_read() -> Non
     mine, unseen = record(screen_id="s1"), record()
     no_screen = record(venue_id="atrium", screen_id=None)
     kept.add([mine, no_screen])
-    found, missing = kept.find([mine.id, unseen.id, no_screen.id])
-    assert found == {mine.id: ("lobby", "s1"), no_screen.id: ("atrium", None)}
-    assert missing == [unseen.id]
+    assert kept.by_id == {mine.id.int: ("lobby", "s1"), no_screen.id.int: ("atrium", None)}
+    assert kept.missing([mine.id, unseen.id, no_screen.id]) == [unseen.id]
+
+
+def test_an_ad_request_read_back_is_kept_from_then_on() -> None:
+    kept = ScreensOf()
+    other_writers = record(screen_id="s9")
+    kept.learn([(other_writers.id, "lobby", "s9")])
+    assert kept.missing([other_writers.id]) == []
+    assert kept.by_id[other_writers.id.int] == ("lobby", "s9")
 
 
 def test_the_oldest_are_forgotten_beyond_the_limit_and_equal_screens_share_one_tuple() -> None:
@@ -21,6 +28,5 @@ def test_the_oldest_are_forgotten_beyond_the_limit_and_equal_screens_share_one_t
     made = [record(screen_id="s1") for _ in range(5)]
     kept.add(made)
     assert len(kept) == 3
-    found, missing = kept.find([r.id for r in made])
-    assert missing == [made[0].id, made[1].id]
-    assert len({id(where) for where in found.values()}) == 1
+    assert kept.missing([r.id for r in made]) == [made[0].id, made[1].id]
+    assert len({id(where) for where in kept.by_id.values()}) == 1

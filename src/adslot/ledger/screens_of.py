@@ -3,14 +3,14 @@ screen's status (store.py's screen_rows) without reading its ad request back. Pu
 
 A screen never changes once an ad request is issued, so what is kept here is never stale, whoever writes
 meanwhile (unlike remembered.py's states); an ad request not found (issued by another writer or node, or
-forgotten) is read by id with the others of its batch. Each entry is an int key and a shared (venue, screen)
-tuple: about 100 bytes, up to LIMIT of them, the oldest forgotten first.
+forgotten) is read by id with the others of its batch and kept from then on. Each entry is an int key and
+a shared (venue, screen) tuple: about 100 bytes, up to LIMIT of them, the oldest forgotten first.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 from itertools import islice
 
 from adslot.ledger.records import AdRequest
@@ -33,31 +33,32 @@ class ScreensOf:
     def __len__(self) -> int:
         return len(self._by_id)
 
+    @property
+    def by_id(self) -> Mapping[int, Where]:
+        """Each kept ad request's (venue, screen), by the int of its id (hashed faster than a UUID)."""
+        return self._by_id
+
     def add(self, records: Iterable[AdRequest]) -> None:
         """Ad requests a committed batch issued."""
+        self.learn((record.id, record.venue_id, record.screen_id) for record in records)
+
+    def learn(self, located: Iterable[tuple[uuid.UUID, str, str | None]]) -> None:
+        """(ad request, venue, screen) of ad requests issued here or read back."""
         shared, by_id = self._shared, self._by_id
-        for record in records:
-            where = (record.venue_id, record.screen_id)
+        for ident, venue, screen in located:
+            where = (venue, screen)
             kept = shared.get(where)
             if kept is None:
                 if len(shared) >= SHARED_LIMIT:
                     shared.clear()
                 kept = shared[where] = where
-            by_id[record.id.int] = kept
+            by_id[ident.int] = kept
         excess = len(by_id) - self._limit
         if excess > 0:
             for key in list(islice(by_id, excess)):
                 del by_id[key]
 
-    def find(self, ids: Sequence[uuid.UUID]) -> tuple[dict[uuid.UUID, Where], list[uuid.UUID]]:
-        """The screens of `ids` known here, and the ids to read."""
-        found: dict[uuid.UUID, Where] = {}
-        missing: list[uuid.UUID] = []
+    def missing(self, ids: Iterable[uuid.UUID]) -> list[uuid.UUID]:
+        """Those of `ids` not kept here: to read."""
         by_id = self._by_id
-        for ident in ids:
-            where = by_id.get(ident.int)
-            if where is None:
-                missing.append(ident)
-            else:
-                found[ident] = where
-        return found, missing
+        return [ident for ident in ids if ident.int not in by_id]

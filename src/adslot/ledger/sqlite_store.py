@@ -11,6 +11,7 @@ before the batch's requests are answered. Another thread copies the WAL into the
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import time
 import uuid
@@ -34,6 +35,7 @@ from adslot.ledger.records import (
     Verdict,
 )
 from adslot.ledger.remembered import Remembered, issued
+from adslot.ledger.screen_fold import ScreenFold, ScreenNews
 from adslot.ledger.screens_of import ScreensOf
 from adslot.ledger.store import (
     ANSWER,
@@ -68,7 +70,10 @@ from adslot.ledger.store import (
     set_items,
 )
 from adslot.ledger.wal_checkpoints import BACKSTOP_PAGES, WalCheckpointer
+from adslot.storage.failures import OutageLog
 from adslot.storage.write_turn import WriteTurn
+
+log = logging.getLogger(__name__)
 
 SELECT = SELECT_ONE + "?"
 SELECT_IN = SELECT_ONE.replace("id = ", "id IN ({marks})")
@@ -206,18 +211,23 @@ WRITE_PLAYS = (
 )
 
 
-def _write_screens(conn: sqlite3.Connection, batch: Batch, screens_of: ScreensOf, now: int) -> None:
-    """screen_status and screen_plays from one batch: the counted plays' screens from what this writer issued
-    (screens_of.py), the others read in one IN list, then one multi-row upsert per table: a few statements
-    per batch, whatever its size."""
-    located, played = screens_of.find([ident for ident, _ in batch.counted_plays()])
-    for i in range(0, len(played), CHUNK):
-        by_hex = {u.hex: u for u in played[i : i + CHUNK]}
-        for hexed, venue, screen in conn.execute(
-            LOCATE.format(marks=", ".join("?" * len(by_hex))), list(by_hex)
-        ):
-            located[by_hex[hexed]] = (venue, screen)
-    status, plays = batch.screen_rows(now, located)
+def _screen_news(conn: sqlite3.Connection, batch: Batch, screens_of: ScreensOf, now: int) -> ScreenNews:
+    """The batch's rows for screen_status and screen_plays: the counted plays' screens from what this writer
+    issued or read before (screens_of.py), the others read in one IN list, then the rows made again (rare:
+    after a restart, or with another writer on the database)."""
+    status, plays, unknown = batch.screen_rows(now, screens_of.by_id)
+    if unknown:
+        for i in range(0, len(unknown), CHUNK):
+            by_hex = {u.hex: u for u in unknown[i : i + CHUNK]}
+            found = conn.execute(LOCATE.format(marks=", ".join("?" * len(by_hex))), list(by_hex))
+            screens_of.learn((by_hex[hexed], venue, screen) for hexed, venue, screen in found)
+        status, plays, _ = batch.screen_rows(now, screens_of.by_id)
+    return ScreenNews(status, plays)
+
+
+def _write_screens(conn: sqlite3.Connection, fold: ScreenFold, news: ScreenNews) -> None:
+    """What the fold kept and `news`, in one multi-row upsert per table (per CHUNK rows)."""
+    status, plays = fold.rows(news)
     for rows, sql, marks in (
         (status, WRITE_SCREENS, "(?, ?, ?, ?, ?, ?, ?, ?, ?)"),
         (plays, WRITE_PLAYS, "(?, ?, ?, ?)"),
@@ -227,10 +237,14 @@ def _write_screens(conn: sqlite3.Connection, batch: Batch, screens_of: ScreensOf
             conn.execute(
                 sql.format(values=", ".join([marks] * len(chunk))), [v for row in chunk for v in row]
             )
+    news.written = True
 
 
-def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered, screens_of: ScreensOf) -> None:
-    """The batch plan's I/O, inside the caller's BEGIN IMMEDIATE (SQLite's one write lock)."""
+def _apply(
+    conn: sqlite3.Connection, batch: Batch, memory: Remembered, screens_of: ScreensOf, fold: ScreenFold
+) -> ScreenNews:
+    """The batch plan's I/O, inside the caller's BEGIN IMMEDIATE (SQLite's one write lock); the batch's news
+    of screens, written now with what the fold kept when the fold is due (screen_fold.py)."""
     batch.resolve(_read_current(conn, batch, memory))
     keys = batch.counter_keys()
     for i in range(0, len(keys), CHUNK):
@@ -284,12 +298,16 @@ def _apply(conn: sqlite3.Connection, batch: Batch, memory: Remembered, screens_o
         keyed = key_stats[i : i + CHUNK]
         values = ", ".join(["(?, ?, ?, ?)"] * len(keyed))
         conn.execute(KEY_STATS.format(values=values), [v for row in keyed for v in row])
+    news = ScreenNews([], [])
     if batch.admitted or batch.no_fills or batch.changes:
-        _write_screens(conn, batch, screens_of, int(time.time()))
+        news = _screen_news(conn, batch, screens_of, int(time.time()))
+    if (news.status or fold) and fold.due(time.monotonic()):
+        _write_screens(conn, fold, news)
     prune = batch.prune()
     if prune is not None:
         conn.execute(PRUNE, prune)
         conn.execute(PRUNE_OLD_ANSWERS, (batch.answers_before(),))
+    return news
 
 
 def _save_answers(
@@ -303,9 +321,18 @@ def _save_answers(
 
 
 class SqliteLedgerStore:
-    def __init__(self, path: Path, *, writes: bool = True, judge: Judge | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        writes: bool = True,
+        judge: Judge | None = None,
+        screen_fold: ScreenFold | None = None,
+    ) -> None:
         """`writes=False` is a worker's read side when its writer process writes: it opens no write
-        connection, writer thread or write turn. `judge`: the invalid-traffic rules fires are judged by."""
+        connection, writer thread or write turn. `judge`: the invalid-traffic rules fires are judged by.
+        `screen_fold`: how the screens' news is gathered between writes (default: written every
+        FOLD_SECONDS)."""
         self._path = path
         self._judge = judge
         self._writes = writes
@@ -315,6 +342,8 @@ class SqliteLedgerStore:
         self._checkpoints: WalCheckpointer | None = None
         self._memory = Remembered()
         self._screens_of = ScreensOf()
+        self._screen_fold = ScreenFold() if screen_fold is None else screen_fold
+        self._outages = OutageLog(log)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="adslot-sqlite-writer")
 
     async def start(self) -> None:
@@ -327,6 +356,8 @@ class SqliteLedgerStore:
             self._checkpoints.start()
 
     async def close(self) -> None:
+        if self._writer is not None and self._screen_fold:
+            await asyncio.get_running_loop().run_in_executor(self._executor, self.write_screens_blocking)
         if self._checkpoints is not None:
             self._checkpoints.close()
             self._checkpoints = None
@@ -405,7 +436,7 @@ class SqliteLedgerStore:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 memory.check(conn.execute(DATA_VERSION).fetchone()[0])
-                _apply(conn, batch, memory, self._screens_of)
+                news = _apply(conn, batch, memory, self._screens_of, self._screen_fold)
                 verdicts = batch.verdicts()
                 answers = _save_answers(conn, receipts, verdicts) if receipts else []
                 conn.execute("COMMIT")
@@ -415,6 +446,7 @@ class SqliteLedgerStore:
                     conn.execute("ROLLBACK")
                 raise
         checkpoints.wrote()
+        self._screen_fold.committed(news, time.monotonic())
         memory.commit(
             batch.current,
             batch.changes,
@@ -423,3 +455,33 @@ class SqliteLedgerStore:
         if batch.admitted:
             self._screens_of.add(record for record, _ in batch.admitted)
         return verdicts, answers
+
+    def screens_wait(self) -> float | None:
+        """Seconds until the screens' news kept since the last write is due (None: nothing kept)."""
+        fold = self._screen_fold
+        return fold.wait(time.monotonic()) if fold else None
+
+    def write_screens_blocking(self) -> None:
+        """Write the screens' news kept since the last write, in a transaction of its own: by an idle
+        writer once it is due, and on close. A failure is logged and tried again an interval later."""
+        conn, turn = self._writer, self._turn
+        assert conn is not None and turn is not None, "store not started"
+        fold = self._screen_fold
+        if not fold:
+            return
+        news = ScreenNews([], [])
+        try:
+            with turn:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    _write_screens(conn, fold, news)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+        except sqlite3.Error as exc:
+            self._outages.failed("writing the screens' status", exc)
+            fold.postpone(time.monotonic())
+            return
+        fold.committed(news, time.monotonic())

@@ -267,6 +267,8 @@ SCREEN_PLAYS_UPSERT = (
 
 StatusRow = tuple[str, str, int, int | None, int | None, int | None, int, int, int]
 """A screen_status row as a batch writes it, in SCREEN_STATUS_COLUMNS' order."""
+PlaysRow = tuple[str, str, int, int]
+"""A screen_plays row: venue, screen, UTC hour of the plays, plays."""
 
 
 @dataclass(slots=True)
@@ -465,31 +467,46 @@ class Batch:
         ]
 
     def screen_rows(
-        self, now: int, located: Mapping[uuid.UUID, tuple[str, str | None]]
-    ) -> tuple[list[StatusRow], list[tuple[str, str, int, int]]]:
-        """screen_status rows (SCREEN_STATUS_COLUMNS' order) and screen_plays rows (venue, screen, hour,
-        plays), one per key, sorted: the batch's requests and its counted plays, each play's screen `located`
-        through its ad request (venue, screen) by the store; a play whose ad request is not found counts
-        nowhere."""
-        screens: dict[tuple[str, str], list[Any]] = {}
-        for venue, screen, at, fill_at, fills in self.screen_requests(now):
-            screens[venue, screen] = [at, fill_at, None, fills, 0]
-        hours: dict[tuple[str, str, int], int] = {}
-        for ident, at in self.counted_plays():
-            where = located.get(ident)
-            if where is None:
+        self, now: int, screens: Mapping[int, tuple[str, str | None]]
+    ) -> tuple[list[StatusRow], list[PlaysRow], list[uuid.UUID]]:
+        """screen_status rows (SCREEN_STATUS_COLUMNS' order) and screen_plays rows, one per key, sorted: the
+        batch's requests and its counted plays, each play's (venue, screen) looked up in `screens` by the
+        int of its ad request's id; and the ad requests of the plays not found there, counted nowhere (the
+        store reads them and asks again). One pass over the batch's changes, a few dict updates per play:
+        the writer does this for every impression."""
+        rows: dict[tuple[str, str], list[Any]] = {}
+        for venue, screen, asked_at, fill_at, fills in self.screen_requests(now):
+            rows[venue, screen] = [asked_at, fill_at, None, fills, 0]
+        hours: dict[tuple[tuple[str, str | None], int], int] = {}
+        last: dict[tuple[str, str | None], int] = {}
+        unknown: list[uuid.UUID] = []
+        for ident, change in self.changes.items():
+            at = change.set_times.get(IMPRESSION_COLUMN)
+            if at is None:
                 continue
-            key = (where[0], where[1] or "")
-            row = screens.setdefault(key, [None, None, None, 0, 0])
-            row[2] = at if row[2] is None else max(row[2], at)
-            row[4] += 1
-            hour_key = (*key, at - at % HOUR)
-            hours[hour_key] = hours.get(hour_key, 0) + 1
+            where = screens.get(ident.int)
+            if where is None:
+                unknown.append(ident)
+                continue
+            slot = (where, at - at % HOUR)
+            hours[slot] = hours.get(slot, 0) + 1
+            if at > last.get(where, -1):
+                last[where] = at
+        plays: dict[tuple[str, str, int], int] = {}
+        for ((venue, named), hour), count in hours.items():
+            key = (venue, named or "")
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = [None, None, None, 0, 0]
+            played = last[venue, named]
+            row[2] = played if row[2] is None else max(row[2], played)
+            row[4] += count
+            plays[(*key, hour)] = plays.get((*key, hour), 0) + count
         status = [
-            (venue, screen, now, last, fill, play, now, fills, plays)
-            for (venue, screen), (last, fill, play, fills, plays) in sorted(screens.items())
+            (venue, screen, now, request, fill, play, now, fills, played)
+            for (venue, screen), (request, fill, play, fills, played) in sorted(rows.items())
         ]
-        return status, [(*key, plays) for key, plays in sorted(hours.items())]
+        return status, [(*key, count) for key, count in sorted(plays.items())], unknown
 
     def invalid_rows(self) -> list[tuple[uuid.UUID, str, str, int, str]]:
         """(ad request, event, layer, played_at, reason) of each fire the invalid-traffic rules flagged."""

@@ -6,8 +6,9 @@ per batch that an asyncio loop spends, about a fifth of the writer's CPU per pix
 
 Each pass waits until a socket is readable (not at all while frames wait), reads what every ready client
 has sent, takes one batch per client into one transaction (writer_rules.one_per_client) and answers each
-client its own verdicts, in its own order, once committed. Sockets stay blocking: a read follows the
-selector's word that data is there, and a worker always reads its answers.
+client its own verdicts, in its own order, once committed. While idle with news of screens kept (the
+store's screen fold), it waits no longer than the fold's interval, then writes that news. Sockets stay
+blocking: a read follows the selector's word that data is there, and a worker always reads its answers.
 """
 
 from __future__ import annotations
@@ -69,14 +70,18 @@ class WriterLoop:
         """Until no worker is left and none can come."""
         try:
             while self._listener is not None or self._peers:
-                for key, _ in self._selector.select(0 if self._backlog else None):
+                ready = self._selector.select(0 if self._backlog else self._store.screens_wait())
+                for key, _ in ready:
                     if key.data is _LISTENER:
                         self._accept()
                     elif key.data is _CONTROL:
                         self._control_readable()
                     else:
                         self._read(key.data)
-                self._write_next()
+                if self._backlog:
+                    self._write_next()
+                elif not ready:
+                    self._store.write_screens_blocking()  # idle: the screens' news kept since the last
         finally:
             self._selector.close()
 
