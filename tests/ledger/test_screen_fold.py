@@ -4,7 +4,10 @@ with each batch's own times and counts (screen_fold.py)."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,8 @@ import sqlalchemy as sa
 from adslot.ledger.records import Fire, Issue, NoFill, Settle
 from adslot.ledger.screen_fold import ScreenFold, ScreenNews
 from adslot.ledger.sqlite_store import SqliteLedgerStore
+from adslot.ledger.wire import Stamp, decode_verdicts, encode_batch, framed, read_frame_from
+from adslot.ledger.writer_loop import WriterLoop
 from adslot.storage.tables import screen_plays, screen_status
 from tests.ledger.stores import PLAY, record
 
@@ -112,3 +117,33 @@ def test_a_batch_that_rolls_back_leaves_no_news_behind(sqlite_database: Path) ->
 
     asyncio.run(scenario())
     assert set(_status(sqlite_database)) == {("lobby", "s1")}
+
+
+def test_an_idle_writer_loop_writes_the_kept_news_an_interval_later_with_no_batch_to_carry_it(
+    sqlite_database: Path,
+) -> None:
+    every = 2.0
+    store = SqliteLedgerStore(sqlite_database, screen_fold=ScreenFold(every=every))
+    first, second = record(screen_id="s1"), record(screen_id="s2")
+
+    async def scenario() -> None:
+        await store.start()
+        ours, theirs = socket.socketpair()
+        loop = WriterLoop(store, b"db")
+        loop.attach(theirs)
+        running = threading.Thread(target=loop.run)
+        running.start()
+        with ours, ours.makefile("rb") as answers:
+            for seq, made in enumerate((first, second), start=1):
+                ours.sendall(framed(encode_batch(Stamp(b"w" * 16, seq, PLAY, False), [Issue(made)])))
+                assert [v.outcome for v in decode_verdicts(read_frame_from(answers) or b"")] == ["issued"]
+            sent = time.monotonic()
+            assert set(_status(sqlite_database)) == {("lobby", "s1")}, "the second is kept, not written"
+            while ("lobby", "s2") not in _status(sqlite_database):
+                assert time.monotonic() - sent < every + 5, "the idle loop never wrote it"
+                time.sleep(0.02)
+            ours.shutdown(socket.SHUT_WR)
+            running.join(timeout=10)
+        await store.close()
+
+    asyncio.run(scenario())
