@@ -214,6 +214,21 @@ def test_a_403_that_a_player_link_key_can_get_names_both_its_codes(document: dic
         assert "key_not_for_screen" in description, (path, description)
 
 
+def test_the_403_of_a_release_or_batch_says_a_player_key_may_act_on_its_own_screens_ad_requests_only(
+    document: dict[str, Any],
+) -> None:
+    """Release and batch Proof of Play take ad requests, not a venue and screen: their 403 says that a
+    player-link key naming another screen's ad request gets key_not_for_screen, and which field says so."""
+    for method, path, field in (
+        ("post", "/api/v1/ad/request/{ad_request_uuid}/release", "`ad_request_uuid`"),
+        ("post", "/api/v1/ad/pop/batch", "`fires[i].ad_request_uuid`"),
+    ):
+        description = document["paths"][path][method]["responses"]["403"]["description"]
+        assert "insufficient_scope" in description, (path, description)
+        assert "key_not_for_screen" in description and "ad request" in description, (path, description)
+        assert field in description, (path, description)
+
+
 def test_error_envelope_schema_has_status_and_code_message_field(document: dict[str, Any]) -> None:
     schemas = document["components"]["schemas"]
     envelope = schemas["ErrorEnvelope"]

@@ -65,6 +65,17 @@ SCREEN_ERRORS = {
     ),
 }
 """The keyed answers that check a player-link key's screen (auth.keys.check_screen)."""
+OWN_AD_REQUEST_ERRORS = {
+    **ERRORS,
+    403: error_spec(
+        "`insufficient_scope`: the key lacks the `ad_request` permission. `key_not_for_screen`: a "
+        "player-link key named an ad request of its account issued for another venue or screen "
+        "(`error.field` names which: `ad_request_uuid`, or `fires[i].ad_request_uuid` in a batch); "
+        "nothing is changed."
+    ),
+}
+"""The keyed answers that act on an existing ad request, checked against a player-link key's screen
+(auth.keys.check_ad_request_screen)."""
 PIXEL_ERRORS = {
     400: error_spec("Missing or malformed ad_request_uuid, or an unknown event or layer."),
     404: error_spec("No ad request with this uuid in this environment."),
@@ -418,7 +429,7 @@ async def get_record(
         404: error_spec("No such ad request for this account."),
         409: error_spec("ad_request_played: a played ad request cannot be given back."),
         410: error_spec("ad_request_expired: it expired unplayed; its reservation is already free."),
-        **ERRORS,
+        **OWN_AD_REQUEST_ERRORS,
     },
 )
 async def release(

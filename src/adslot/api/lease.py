@@ -1,8 +1,9 @@
 """The player's side of an ad request's lease: give an unplayed slot back, and list what may play soon.
 
 Release is keyed (the account that asked for the ad), unlike the pixels: giving a slot back frees budget for
-other screens, so nobody but its owner may do it. The manifest lets players download creatives ahead of
-play time; it over-approximates (caps and pacing are ignored), never misses a creative that can play.
+other screens, so nobody but its owner may do it, and a player-link key only for its own screen's ad requests.
+The manifest lets players download creatives ahead of play time; it over-approximates (caps and pacing are
+ignored), never misses a creative that can play.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import time
 from adslot.api.auth import authenticate
 from adslot.api.proof_of_play import UNKNOWN, media_url, uuid_of
 from adslot.api.reply import NO_STORE, Reply, error_reply, json_reply
-from adslot.auth.keys import SCOPE_AD_REQUEST, check_screen
+from adslot.auth.keys import SCOPE_AD_REQUEST, check_ad_request_screen, check_screen
 from adslot.decision.manifest import upcoming
 from adslot.decision.model import VenueProfile
 from adslot.environment import Environment
@@ -27,6 +28,14 @@ async def handle_release(env: Environment, *, key: str | None, ad_request_uuid: 
     try:
         account = await authenticate(env, key, SCOPE_AD_REQUEST)
         ad_request_id = uuid_of(ad_request_uuid)
+        if account.screen is not None:
+            # A player-link key: the ledger's Release checks the account only, so its screen is checked on
+            # the row read here (the batched point read the record and the VAST use); other keys read nothing.
+            record = await env.lookup(ad_request_id)
+            if record is not None:
+                check_ad_request_screen(
+                    account, record.account_id, record.venue_id, record.screen_id, "ad_request_uuid"
+                )
         now = int(time.time())
         verdict = await env.writer.submit(Release(ad_request_id, account.account_id, now))
         if verdict.counters:

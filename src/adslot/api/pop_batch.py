@@ -8,10 +8,12 @@ to ad_request_expired_at) and arrives within ADSLOT_POP_UPLOAD_WINDOW_HOURS of b
 stores played_at as the event's time, so the record and the play log show when the play happened.
 
 The batch is checked whole before anything is stored: one malformed item refuses it (400, the item's index in
-`error.field`), so a batch is never half stored for a bad input. Sending a batch again counts nothing twice:
-every fire goes through the same group commit and fired bits as a live pixel, one operation per item, so each
-(ad request, event, layer) counts once whatever the number of copies, concurrent ones included. The answer is
-sent once every item's verdict is committed.
+`error.field`), so a batch is never half stored for a bad input; so does, for a player-link key, one item
+naming an ad request of its account issued for another screen (403 key_not_for_screen,
+`fires[i].ad_request_uuid`). Sending a batch again counts nothing twice: every fire goes through the same
+group commit and fired bits as a live pixel, one operation per item, so each (ad request, event, layer) counts
+once whatever the number of copies, concurrent ones included. The answer is sent once every item's verdict is
+committed.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from adslot.api.auth import authenticate
 from adslot.api.json_body import decode_json
 from adslot.api.proof_of_play import LAYERS
 from adslot.api.reply import NO_STORE, Reply, error_reply, json_reply
-from adslot.auth.keys import SCOPE_AD_REQUEST
+from adslot.auth.keys import SCOPE_AD_REQUEST, KeyRecord, check_ad_request_screen
 from adslot.environment import Environment
 from adslot.errors import ApiError
 from adslot.ids import parse_uuid
@@ -123,6 +125,25 @@ def parse_batch(raw: bytes, now: int, skew: int) -> list[Item]:
     return [_item(raw_item, index, now, skew) for index, raw_item in enumerate(fires)]
 
 
+def check_screens(account: KeyRecord, items: list[Item], records: dict[uuid.UUID, AdRequest | None]) -> None:
+    """Refuse the whole batch, before anything of it is stored, if a player-link key names an ad request of
+    its account issued for another screen: 403 key_not_for_screen, `error.field` the first such fire's
+    ad_request_uuid, as a malformed fire refuses it. A tuple compare per fire on the rows the batch reads
+    anyway; nothing for a key bound to no screen."""
+    if account.screen is None:
+        return
+    for index, item in enumerate(items):
+        record = records[item.ad_request_id]
+        if record is not None:
+            check_ad_request_screen(
+                account,
+                record.account_id,
+                record.venue_id,
+                record.screen_id,
+                _field(index, "ad_request_uuid"),
+            )
+
+
 def _judged(
     item: Item, record: AdRequest | None, account_id: int, now: int, env: Environment
 ) -> tuple[str, str | None] | None:
@@ -172,6 +193,10 @@ async def handle_pop_batch(
         return error_reply(error, NO_STORE)
     ids = list(dict.fromkeys(item.ad_request_id for item in items))
     records = dict(zip(ids, await env.store.get_many(ids), strict=True))
+    try:
+        check_screens(account, items, records)
+    except ApiError as error:
+        return error_reply(error, NO_STORE)
     answers: list[tuple[str, str | None] | None] = []
     pending: list[tuple[int, asyncio.Future[Verdict]]] = []
     for index, item in enumerate(items):

@@ -12,7 +12,7 @@ from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, 
 
 from adslot.api.adapters import env_of, reply_response
 from adslot.api.docs import error_spec
-from adslot.api.hot_routes import ERRORS, SspKey, documented, source_of
+from adslot.api.hot_routes import OWN_AD_REQUEST_ERRORS, SspKey, documented, source_of
 from adslot.api.pop_batch import MAX_FIRES, PATH, handle_pop_batch
 from adslot.api.proof_of_play import LAYERS
 from adslot.vast.urls import EVENTS
@@ -83,7 +83,8 @@ BATCH_BODY = Schema(
         f"Up to {MAX_FIRES} fires of your ad requests, each answered in order: counted, duplicate, echo, "
         "late, released, unknown or invalid. A fire counts when played_at lies within its ad request's play "
         "window and it arrives within the upload window. Sending a batch again counts nothing twice. One "
-        "malformed fire refuses the whole batch (its index in error.field), and nothing is stored."
+        "malformed fire refuses the whole batch (its index in error.field), and nothing is stored; so does, "
+        "for a player-link key, a fire of another screen's ad request (403 key_not_for_screen)."
     ),
     tags=["proof of play"],
     security=[{"SspKey": []}],
@@ -94,7 +95,7 @@ BATCH_BODY = Schema(
         ),
         413: error_spec("More than 1,000 fires (batch_too_large), or a body past 1 MiB."),
         415: error_spec("Body is not UTF-8 application/json, or is sent with a Content-Encoding."),
-        **ERRORS,
+        **OWN_AD_REQUEST_ERRORS,
     },
     operation_class=documented(
         request_body=RequestBody(

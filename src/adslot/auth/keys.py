@@ -71,3 +71,21 @@ def check_screen(record: KeyRecord, venue_id: str, screen_id: str | None) -> Non
             f"this player key is for screen {screen[1]!r} of venue {screen[0]!r} only",
             "screen_id",
         )
+
+
+def check_ad_request_screen(
+    record: KeyRecord, account_id: int, venue_id: str, screen_id: str | None, field: str
+) -> None:
+    """Refuse a player-link key's act on an ad request of its account issued for another venue or screen (403
+    key_not_for_screen, `field` naming the ad request); a key bound to no screen passes, and so does an ad
+    request of another account, which the caller answers as unknown (a key never learns of those). The
+    message names the key's own screen only: the other screen is none of the player's business."""
+    screen = record.screen
+    if screen is None or account_id != record.account_id or (venue_id, screen_id) == screen:
+        return
+    raise ApiError(
+        403,
+        "key_not_for_screen",
+        f"this ad request is not for this player key's screen ({screen[1]!r} of venue {screen[0]!r})",
+        field,
+    )
