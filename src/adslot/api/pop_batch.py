@@ -130,18 +130,14 @@ def check_screens(account: KeyRecord, items: list[Item], records: dict[uuid.UUID
     its account issued for another screen: 403 key_not_for_screen, `error.field` the first such fire's
     ad_request_uuid, as a malformed fire refuses it. A tuple compare per fire on the rows the batch reads
     anyway; nothing for a key bound to no screen."""
-    if account.screen is None:
+    screen = account.screen
+    if screen is None:
         return
     for index, item in enumerate(items):
         record = records[item.ad_request_id]
-        if record is not None:
-            check_ad_request_screen(
-                account,
-                record.account_id,
-                record.venue_id,
-                record.screen_id,
-                _field(index, "ad_request_uuid"),
-            )
+        if record is not None and (record.venue_id, record.screen_id) != screen:
+            field = _field(index, "ad_request_uuid")  # only then: an own fire costs the compare alone
+            check_ad_request_screen(account, record.account_id, record.venue_id, record.screen_id, field)
 
 
 def _judged(
