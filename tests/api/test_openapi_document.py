@@ -202,12 +202,15 @@ def test_operations_document_the_error_statuses_they_answer(document: dict[str, 
 
 
 def test_a_403_that_a_player_link_key_can_get_names_both_its_codes(document: dict[str, Any]) -> None:
-    """The ad request and the manifest check a player-link key's screen: their 403 says which code means
-    what, so that a client reading the document alone can tell a missing permission from a wrong screen."""
+    """The ad request, the manifest and the player's config and status check a player-link key's screen:
+    their 403 says which code means what, so that a client reading the document alone can tell a missing
+    permission from a wrong screen."""
     for method, path in (
         ("post", "/api/v1/ad/request"),
         ("post", "/ad/request"),
         ("get", "/api/v1/ad/manifest"),
+        ("get", "/api/v1/player/config"),
+        ("post", "/api/v1/player/status"),
     ):
         description = document["paths"][path][method]["responses"]["403"]["description"]
         assert "insufficient_scope" in description, (path, description)

@@ -18,7 +18,7 @@ from adslot.api.ad_request import check_content_type
 from adslot.api.adapters import env_of, reply_response
 from adslot.api.auth import authenticate
 from adslot.api.docs import error_spec
-from adslot.api.hot_routes import ERRORS, SspKey, query
+from adslot.api.hot_routes import SCREEN_ERRORS, SspKey, query
 from adslot.api.json_body import decode_json
 from adslot.api.reply import NO_STORE, Reply, error_reply, json_reply
 from adslot.auth.keys import SCOPE_AD_REQUEST, check_screen
@@ -120,7 +120,7 @@ async def handle_status(env: Environment, *, key: str | None, content_type: str 
     responses={
         200: ResponseSpec(ConfigEnvelope, generate_examples=False, description="The settings."),
         422: error_spec("unknown_venue: the venue is not registered (production)."),
-        **ERRORS,
+        **SCREEN_ERRORS,
     },
 )
 async def player_config(
@@ -145,7 +145,7 @@ async def player_config(
     responses={
         413: error_spec("A body past 4 KiB."),
         415: error_spec("The body is not application/json."),
-        **ERRORS,
+        **SCREEN_ERRORS,
     },
 )
 async def player_status(request: Request[Any, Any, Any], ssp_key: SspKey = None) -> Response[bytes]:
