@@ -8,6 +8,7 @@ import time
 import sqlalchemy as sa
 
 from adslot.ledger.records import Fire, Issue, NoFill
+from adslot.ledger.store import LedgerStore
 from adslot.storage.tables import screen_plays, screen_status
 from tests.ledger.stores import PLAY, LedgerDatabase, record
 
@@ -63,3 +64,28 @@ def test_requests_fills_and_counted_plays_reach_each_screens_row_once_per_batch(
     s1 = _status(db)["lobby", "s1"]
     assert (s1.window_fills, s1.window_plays, s1.last_play_at) == (3, 3, PLAY + 3)
     assert sum(_plays(db).values()) == 3
+
+
+def test_plays_of_ad_requests_the_store_issued_and_of_others_reach_the_same_rows(db: LedgerDatabase) -> None:
+    """A store knows the screens of the ad requests it issued (screens_of.py) and locates the others through
+    their rows; both kinds of play count alike, in one batch."""
+    elsewhere = record(screen_id="s2")
+    db.apply([Issue(elsewhere)])  # issued by another store (another worker or writer)
+
+    async def scenario(store: LedgerStore) -> None:
+        mine = [record(screen_id="s1"), record(screen_id="s2"), record(venue_id="atrium", screen_id=None)]
+        await store.apply([Issue(r) for r in mine])
+        verdicts = await store.apply(
+            [Fire(r.id, "impression", "wrapper", PLAY + 10) for r in [*mine, elsewhere]]
+        )
+        assert [v.outcome for v in verdicts] == ["counted"] * 4
+
+    db.run(scenario)
+    rows = _status(db)
+    hour = PLAY + 10 - (PLAY + 10) % 3600
+    assert {key: (r.window_fills, r.window_plays, r.last_play_at) for key, r in rows.items()} == {
+        ("lobby", "s1"): (1, 1, PLAY + 10),
+        ("lobby", "s2"): (2, 2, PLAY + 10),
+        ("atrium", ""): (1, 1, PLAY + 10),
+    }
+    assert _plays(db) == {("lobby", "s1", hour): 1, ("lobby", "s2", hour): 2, ("atrium", "", hour): 1}

@@ -66,6 +66,7 @@ from adslot.ledger.records import (
 )
 from adslot.ledger.remembered import Remembered, issued
 from adslot.ledger.resolve import Current, RowChange
+from adslot.ledger.screens_of import ScreensOf, Where
 from adslot.ledger.store import (
     ANSWER,
     ANSWER_COLUMNS,
@@ -286,11 +287,15 @@ SCREENS = (
     )
     + f" ON CONFLICT (venue_id, screen_id) DO UPDATE SET {SCREEN_STATUS_UPSERT_SET}"
 )
-"""What the batch tells of each screen: its requests from the batch, its plays located through their ad
-requests in the same statement (no round trip more); one row per screen, in key order."""
+"""What the batch tells of each screen (Batch.screen_rows): its requests and the plays whose screens this
+worker knows (it issued their ad requests, screens_of.py), folded into one row per screen; and the other
+plays, located through their ad requests by primary key in the same statement (no round trip more)."""
 SCREEN_PLAYS = (
     "INSERT INTO screen_plays (venue_id, screen_id, hour, plays) "
-    + SCREEN_PLAYS_SELECT.format(played="unnest($1::uuid[], $2::bigint[]) AS p(id, at)")
+    + SCREEN_PLAYS_SELECT.format(
+        known="SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])",
+        played="unnest($5::uuid[], $6::bigint[]) AS p(id, at)",
+    )
     + f" {SCREEN_PLAYS_UPSERT}"
 )
 
@@ -385,10 +390,15 @@ async def _read_current(conn: asyncpg.Connection, batch: Batch) -> list[uuid.UUI
 
 
 def _writes(
-    batch: Batch, receipts: Sequence[Receipt], verdicts: Sequence[Verdict], expected: bool
+    batch: Batch,
+    receipts: Sequence[Receipt],
+    verdicts: Sequence[Verdict],
+    expected: bool,
+    screens: Mapping[int, Where],
 ) -> tuple[tuple[tuple[str, str], ...], list[object], list[tuple[bytes, int, int, int, bytes]]]:
     """write_all()'s parts for this batch, their parameters, and the answer rows among them; `expected`: the
-    UPDATE checks each row against the remembered state the batch was resolved on (batch.current)."""
+    UPDATE checks each row against the remembered state the batch was resolved on (batch.current);
+    `screens`: the (venue, screen) of the ad requests this worker issued (screens_of.py)."""
     parts: list[tuple[str, str]] = []
     args: list[object] = []
     writes = batch.counter_writes()
@@ -423,15 +433,14 @@ def _writes(
         parts.append(("key_stats", KEY_STATS))
         args += _columns(key_stats, 4)
     now = int(time.time())
-    asked, played = batch.screen_requests(now), batch.counted_plays()
-    if asked or played:
+    status, plays, unknown = batch.screen_rows(now, screens)
+    if status or unknown:
         parts.append(("screens", SCREENS))
-        asked_columns = _columns(asked, 5)
-        nothing, zero = [None] * len(asked), [0] * len(asked)
-        args += [*asked_columns[:4], nothing, asked_columns[4], zero, *_columns(played, 2), now]
-        if played:
+        columns = _columns(status, 9)
+        args += [*columns[:2], *columns[3:6], *columns[7:9], *_columns(unknown, 2), now]
+        if plays or unknown:
             parts.append(("plays", SCREEN_PLAYS))
-            args += _columns(played, 2)
+            args += [*_columns(plays, 4), *_columns(unknown, 2)]
     rows = answer_rows(receipts, verdicts)
     if rows:
         parts.append(("answers", SAVE_ANSWERS))
@@ -440,7 +449,7 @@ def _writes(
 
 
 async def _apply(
-    conn: asyncpg.Connection, batch: Batch, receipts: Sequence[Receipt]
+    conn: asyncpg.Connection, batch: Batch, receipts: Sequence[Receipt], screens: Mapping[int, Where]
 ) -> tuple[list[Verdict], list[bytes]]:
     """The batch plan's I/O, inside the caller's transaction: its verdicts, and each receipt's answer. Every
     state it resolves on (fired bits included) is read and locked here: another node may change an ad request
@@ -453,7 +462,7 @@ async def _apply(
         batch.load([tuple(r) for r in rows])
     batch.admit()
     verdicts = batch.verdicts()
-    parts, args, answers = _writes(batch, receipts, verdicts, expected=False)
+    parts, args, answers = _writes(batch, receipts, verdicts, False, screens)
     # Step 6 with step 4: a frame answered before stores nothing, and fails the batch (the caller's
     # transaction rolls every write back).
     if parts and await conn.fetchval(write_all(parts), *args) != len(answers):
@@ -500,7 +509,7 @@ async def _read_unlocked(conn: asyncpg.Connection, batch: Batch, ids: list[uuid.
 
 
 async def _apply_recalled(
-    conn: asyncpg.Connection, batch: Batch, receipts: Sequence[Receipt]
+    conn: asyncpg.Connection, batch: Batch, receipts: Sequence[Receipt], screens: Mapping[int, Where]
 ) -> tuple[list[Verdict], list[bytes]]:
     """A batch that recall() took, as ONE statement on its own (autocommit: PostgreSQL commits it, durably,
     before it answers), instead of BEGIN, a locking read, the writes and COMMIT: a quarter of the round
@@ -510,7 +519,7 @@ async def _apply_recalled(
     batch.resolve(())
     batch.admit()
     verdicts = batch.verdicts()
-    parts, args, answers = _writes(batch, receipts, verdicts, expected=True)
+    parts, args, answers = _writes(batch, receipts, verdicts, True, screens)
     if parts:
         try:
             await conn.fetchval(write_all(parts, checked=True), *args, len(batch.row_changes()), len(answers))
@@ -604,6 +613,7 @@ class PostgresLedgerStore:
         self._pool_size = pool_size
         self._connections: KeptConnections | None = None
         self._memory = Remembered()
+        self._screens_of = ScreensOf()
         self._ordered = _Ordered()
 
     async def start(self) -> None:
@@ -655,7 +665,7 @@ class PostgresLedgerStore:
         what it remembered or read, read and locked in a transaction. Either waits for the
         batches in flight on the same ad requests first. Only committed states are remembered; a failed
         batch leaves the memory as it was (it is checked before it is trusted)."""
-        connections, memory = self._connections, self._memory
+        connections, memory, screens_of = self._connections, self._memory, self._screens_of
         assert connections is not None, "store not started"
         judge = self._judge
         batch = Batch.of(operations, judge)
@@ -667,21 +677,23 @@ class PostgresLedgerStore:
                 try:
                     async with connections.lease() as conn:
                         if not missing or await _read_unlocked(conn, batch, missing):
-                            recalled = await _apply_recalled(conn, batch, receipts)
+                            recalled = await _apply_recalled(conn, batch, receipts, screens_of.by_id)
                 except StaleMemory:
                     memory.drop(ids)
                 if recalled is not None:
                     memory.commit(batch.current, batch.changes, admitted(batch), merge=True)
+                    screens_of.add(record for record, _ in batch.admitted)
                     return recalled
                 batch = Batch.of(operations, judge)
             committing = False
             try:
                 async with connections.lease() as conn, conn.transaction():
-                    result = await _apply(conn, batch, receipts)
+                    result = await _apply(conn, batch, receipts, screens_of.by_id)
                     committing = True  # what fails from here on is the COMMIT
             except Exception as exc:
                 if committing:
                     _unknown_if_lost(exc)
                 raise
             memory.commit(batch.current, batch.changes, admitted(batch))
+            screens_of.add(record for record, _ in batch.admitted)
             return result

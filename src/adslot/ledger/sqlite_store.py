@@ -218,7 +218,7 @@ def _screen_news(conn: sqlite3.Connection, batch: Batch, screens_of: ScreensOf, 
     status, plays, unknown = batch.screen_rows(now, screens_of.by_id)
     if unknown:
         for i in range(0, len(unknown), CHUNK):
-            by_hex = {u.hex: u for u in unknown[i : i + CHUNK]}
+            by_hex = {u.hex: u for u, _ in unknown[i : i + CHUNK]}
             found = conn.execute(LOCATE.format(marks=", ".join("?" * len(by_hex))), list(by_hex))
             screens_of.learn((by_hex[hexed], venue, screen) for hexed, venue, screen in found)
         status, plays, _ = batch.screen_rows(now, screens_of.by_id)

@@ -257,9 +257,12 @@ PLAYED_SELECT = (
     "0 AS fills, 1 AS plays FROM {played} JOIN ad_requests AS a ON a.id = p.id"
 )
 SCREEN_PLAYS_SELECT = (
-    "SELECT a.venue_id, COALESCE(a.screen_id, ''), p.at - p.at % 3600, count(*) FROM {played} "
-    "JOIN ad_requests AS a ON a.id = p.id WHERE true GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+    "SELECT venue_id, screen_id, hour, sum(plays) FROM ({known} UNION ALL SELECT a.venue_id, "
+    "COALESCE(a.screen_id, ''), p.at - p.at % 3600, 1 FROM {played} JOIN ad_requests AS a ON a.id = p.id) "
+    "AS u(venue_id, screen_id, hour, plays) WHERE true GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
 )
+"""screen_plays rows from the plays whose screens the writer knew (`known`: venue, screen, hour, plays) and
+those it located through their ad requests (`played`: id, at), one per key."""
 SCREEN_PLAYS_UPSERT = (
     "ON CONFLICT (venue_id, screen_id, hour) DO UPDATE SET plays = screen_plays.plays + excluded.plays"
 )
@@ -468,25 +471,25 @@ class Batch:
 
     def screen_rows(
         self, now: int, screens: Mapping[int, tuple[str, str | None]]
-    ) -> tuple[list[StatusRow], list[PlaysRow], list[uuid.UUID]]:
+    ) -> tuple[list[StatusRow], list[PlaysRow], list[tuple[uuid.UUID, int]]]:
         """screen_status rows (SCREEN_STATUS_COLUMNS' order) and screen_plays rows, one per key, sorted: the
         batch's requests and its counted plays, each play's (venue, screen) looked up in `screens` by the
-        int of its ad request's id; and the ad requests of the plays not found there, counted nowhere (the
-        store reads them and asks again). One pass over the batch's changes, a few dict updates per play:
-        the writer does this for every impression."""
+        int of its ad request's id; and (ad request, time) of the plays not found there, counted nowhere
+        (the store locates them by their ad requests). One pass over the batch's changes, a few dict updates
+        per play: the writer does this for every impression."""
         rows: dict[tuple[str, str], list[Any]] = {}
         for venue, screen, asked_at, fill_at, fills in self.screen_requests(now):
             rows[venue, screen] = [asked_at, fill_at, None, fills, 0]
         hours: dict[tuple[tuple[str, str | None], int], int] = {}
         last: dict[tuple[str, str | None], int] = {}
-        unknown: list[uuid.UUID] = []
+        unknown: list[tuple[uuid.UUID, int]] = []
         for ident, change in self.changes.items():
             at = change.set_times.get(IMPRESSION_COLUMN)
             if at is None:
                 continue
             where = screens.get(ident.int)
             if where is None:
-                unknown.append(ident)
+                unknown.append((ident, at))
                 continue
             slot = (where, at - at % HOUR)
             hours[slot] = hours.get(slot, 0) + 1
