@@ -57,8 +57,3 @@ class ScreensOf:
         if excess > 0:
             for key in list(islice(by_id, excess)):
                 del by_id[key]
-
-    def missing(self, ids: Iterable[uuid.UUID]) -> list[uuid.UUID]:
-        """Those of `ids` not kept here: to read."""
-        by_id = self._by_id
-        return [ident for ident in ids if ident.int not in by_id]

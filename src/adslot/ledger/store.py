@@ -461,14 +461,6 @@ class Batch:
             for (venue, screen), count in sorted(fills.items())
         ]
 
-    def counted_plays(self) -> list[tuple[uuid.UUID, int]]:
-        """(ad request, impression time) of each first impression this batch counts: a play of its screen."""
-        return [
-            (ident, change.set_times[IMPRESSION_COLUMN])
-            for ident, change in self.changes.items()
-            if IMPRESSION_COLUMN in change.set_times
-        ]
-
     def screen_rows(
         self, now: int, screens: Mapping[int, tuple[str, str | None]]
     ) -> tuple[list[StatusRow], list[PlaysRow], list[tuple[uuid.UUID, int]]]:
